@@ -1,0 +1,3 @@
+from recordhound.cli import run
+
+run()

@@ -1,0 +1,21 @@
+"""Natural keys of releases: what makes two product pages the same release."""
+
+from __future__ import annotations
+
+import hashlib
+
+from recordhound.db.models import KEY_LEN
+from recordhound.items import Release
+from recordhound.text import catalog_number_key, name_key
+
+
+def release_key(item: Release) -> str:
+    """Label + catalogue number when the shop prints both, else artists + title + year."""
+    if item.label and item.catalog_number and catalog_number_key(item.catalog_number):
+        key = f"cat:{name_key(item.label)}|{catalog_number_key(item.catalog_number)}"
+    else:
+        artists = "+".join(name_key(a) for a in item.artists)
+        key = f"rel:{artists}|{name_key(item.title)}|{item.year or ''}"
+    if len(key) > KEY_LEN:
+        key = "sha1:" + hashlib.sha1(key.encode()).hexdigest()
+    return key

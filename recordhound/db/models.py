@@ -1,0 +1,124 @@
+"""Product database models (SQLAlchemy 2 declarative, typed).
+
+Natural keys: entities by ``name_key`` (see ``recordhound.text.name_key``), releases by
+``natural_key`` (label + catalogue number, or artists + title + year), offers by
+(source, external id). Alembic migrations in ``db/migrations`` create exactly this schema.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, Numeric, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAME_LEN = 300
+KEY_LEN = 512
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+class Source(Base):
+    __tablename__ = "sources"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    location: Mapped[str] = mapped_column(Text)  # base URL or file path
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+
+
+class _Entity:
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME_LEN))
+    name_key: Mapped[str] = mapped_column(String(NAME_LEN), unique=True)
+
+
+class Artist(_Entity, Base):
+    __tablename__ = "artists"
+
+
+class Label(_Entity, Base):
+    __tablename__ = "labels"
+
+
+class Style(_Entity, Base):
+    __tablename__ = "styles"
+
+
+class _Synonym:
+    id: Mapped[int] = mapped_column(primary_key=True)
+    spelling: Mapped[str] = mapped_column(String(NAME_LEN), unique=True)
+
+
+class ArtistSynonym(_Synonym, Base):
+    __tablename__ = "artist_synonyms"
+    artist_id: Mapped[int] = mapped_column(ForeignKey("artists.id"), index=True)
+
+
+class LabelSynonym(_Synonym, Base):
+    __tablename__ = "label_synonyms"
+    label_id: Mapped[int] = mapped_column(ForeignKey("labels.id"), index=True)
+
+
+class StyleSynonym(_Synonym, Base):
+    __tablename__ = "style_synonyms"
+    style_id: Mapped[int] = mapped_column(ForeignKey("styles.id"), index=True)
+
+
+class Release(Base):
+    __tablename__ = "releases"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    natural_key: Mapped[str] = mapped_column(String(KEY_LEN), unique=True)
+    title: Mapped[str] = mapped_column(String(NAME_LEN))
+    label_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id"), index=True)
+    catalog_number: Mapped[str | None] = mapped_column(String(100))
+    year: Mapped[int | None] = mapped_column(Integer)
+
+
+class ReleaseArtist(Base):
+    __tablename__ = "release_artists"
+
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), primary_key=True)
+    artist_id: Mapped[int] = mapped_column(ForeignKey("artists.id"), primary_key=True, index=True)
+    position: Mapped[int] = mapped_column(Integer)
+
+
+class ReleaseStyle(Base):
+    __tablename__ = "release_styles"
+
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), primary_key=True)
+    style_id: Mapped[int] = mapped_column(ForeignKey("styles.id"), primary_key=True, index=True)
+
+
+class Offer(Base):
+    __tablename__ = "offers"
+    __table_args__ = (UniqueConstraint("source_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id"))
+    external_id: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(Text)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), index=True)
+    price: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
+    currency: Mapped[str | None] = mapped_column(String(3))
+    in_stock: Mapped[bool | None]
+    first_seen: Mapped[datetime]
+    last_seen: Mapped[datetime]
+
+
+class OfferHistory(Base):
+    __tablename__ = "offer_history"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    offer_id: Mapped[int] = mapped_column(ForeignKey("offers.id"), index=True)
+    old_price: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
+    new_price: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
+    old_currency: Mapped[str | None] = mapped_column(String(3))
+    new_currency: Mapped[str | None] = mapped_column(String(3))
+    changed_at: Mapped[datetime]

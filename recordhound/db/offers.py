@@ -1,0 +1,93 @@
+"""Write offers: insert new, update changed (one offer_history row per price change)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from sqlalchemy import Connection, bindparam, insert, select, update
+
+from recordhound.db.models import Offer, OfferHistory
+
+
+@dataclass(frozen=True)
+class OfferRow:
+    external_id: str
+    url: str
+    release_id: int
+    price: Decimal | None
+    currency: str | None
+    in_stock: bool | None
+
+    def differs(self, stored: OfferRow) -> bool:
+        return self != stored
+
+    def price_differs(self, stored: OfferRow) -> bool:
+        return (self.price, self.currency) != (stored.price, stored.currency)
+
+
+@dataclass
+class OfferCounts:
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    price_changes: int = 0
+
+
+def write_offers(
+    conn: Connection, source_id: int, wanted: list[OfferRow], now: datetime, resolution: timedelta
+) -> OfferCounts:
+    stored = _load(conn, source_id, [row.external_id for row in wanted])
+    counts = OfferCounts()
+    inserts, updates, history = [], [], []
+    for row in wanted:
+        if row.external_id not in stored:
+            inserts.append({**row.__dict__, "source_id": source_id, "first_seen": now, "last_seen": now})
+            counts.new += 1
+            continue
+        offer_id, old, last_seen = stored[row.external_id]
+        changed = row.differs(old)
+        if changed or now - last_seen >= resolution:
+            updates.append({"oid": offer_id, **row.__dict__, "last_seen": now})
+        if row.price_differs(old):
+            history.append({"offer_id": offer_id, "old_price": old.price, "new_price": row.price,
+                            "old_currency": old.currency, "new_currency": row.currency, "changed_at": now})
+        counts.changed += changed
+        counts.unchanged += not changed
+    counts.price_changes = len(history)
+    _execute(conn, inserts, updates, history)
+    return counts
+
+
+def _load(conn: Connection, source_id: int, external_ids: list[str]) -> dict[str, tuple[int, OfferRow, datetime]]:
+    rows = conn.execute(
+        select(Offer.id, Offer.external_id, Offer.url, Offer.release_id, Offer.price,
+               Offer.currency, Offer.in_stock, Offer.last_seen)
+        .where(Offer.source_id == source_id, Offer.external_id.in_(external_ids))
+    ).all()
+    return {
+        r.external_id: (r.id, OfferRow(r.external_id, r.url, r.release_id, r.price, r.currency, r.in_stock),
+                        _aware(r.last_seen))
+        for r in rows
+    }
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; recordhound writes UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _execute(conn: Connection, inserts: list[dict], updates: list[dict], history: list[dict]) -> None:  # type: ignore[type-arg]
+    if inserts:
+        conn.execute(insert(Offer), inserts)
+    if updates:
+        conn.execute(
+            update(Offer).where(Offer.id == bindparam("oid")).values(
+                url=bindparam("url"), release_id=bindparam("release_id"), price=bindparam("price"),
+                currency=bindparam("currency"), in_stock=bindparam("in_stock"),
+                last_seen=bindparam("last_seen")),
+            [{k: v for k, v in u.items() if k != "external_id"} for u in updates]
+        )
+    if history:
+        conn.execute(insert(OfferHistory), history)

@@ -1,0 +1,103 @@
+"""Write releases and their artist/style links: insert new, update changed, leave the rest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
+
+from recordhound.db.models import Release, ReleaseArtist, ReleaseStyle
+
+
+@dataclass(frozen=True)
+class ReleaseRow:
+    """What a release should look like in the database, with entity ids resolved."""
+
+    natural_key: str
+    title: str
+    label_id: int | None
+    catalog_number: str | None
+    year: int | None
+    artist_ids: tuple[int, ...]
+    style_ids: frozenset[int]
+
+    def columns(self) -> dict[str, object]:
+        return {"natural_key": self.natural_key, "title": self.title, "label_id": self.label_id,
+                "catalog_number": self.catalog_number, "year": self.year}
+
+
+def write_releases(conn: Connection, wanted: dict[str, ReleaseRow]) -> tuple[dict[str, int], int, int]:
+    """Returns (natural key → release id, releases created, releases updated)."""
+    stored = _load(conn, list(wanted))
+    new = [row for key, row in wanted.items() if key not in stored]
+    changed = [(stored[key][0], row) for key, row in wanted.items()
+               if key in stored and stored[key][1] != row]
+    ids = {key: release_id for key, (release_id, _) in stored.items()}
+    ids.update(_insert(conn, new))
+    _update(conn, changed)
+    return ids, len(new), len(changed)
+
+
+def _load(conn: Connection, keys: list[str]) -> dict[str, tuple[int, ReleaseRow]]:
+    rows = conn.execute(
+        select(Release.id, Release.natural_key, Release.title, Release.label_id,
+               Release.catalog_number, Release.year).where(Release.natural_key.in_(keys))
+    ).all()
+    ids = [r.id for r in rows]
+    artists: dict[int, list[tuple[int, int]]] = {}
+    for rid, aid, pos in conn.execute(
+        select(ReleaseArtist.release_id, ReleaseArtist.artist_id, ReleaseArtist.position)
+        .where(ReleaseArtist.release_id.in_(ids))
+    ):
+        artists.setdefault(rid, []).append((pos, aid))
+    styles: dict[int, set[int]] = {}
+    for rid, sid in conn.execute(
+        select(ReleaseStyle.release_id, ReleaseStyle.style_id).where(ReleaseStyle.release_id.in_(ids))
+    ):
+        styles.setdefault(rid, set()).add(sid)
+    return {
+        r.natural_key: (r.id, ReleaseRow(
+            r.natural_key, r.title, r.label_id, r.catalog_number, r.year,
+            tuple(aid for _, aid in sorted(artists.get(r.id, []))), frozenset(styles.get(r.id, ())),
+        ))
+        for r in rows
+    }
+
+
+def _insert(conn: Connection, rows: list[ReleaseRow]) -> dict[str, int]:
+    if not rows:
+        return {}
+    result = conn.execute(
+        insert(Release).returning(Release.natural_key, Release.id, sort_by_parameter_order=True),
+        [row.columns() for row in rows],
+    )
+    ids = {key: release_id for key, release_id in result.all()}
+    _link(conn, [(ids[row.natural_key], row) for row in rows])
+    return ids
+
+
+def _update(conn: Connection, changed: list[tuple[int, ReleaseRow]]) -> None:
+    if not changed:
+        return
+    conn.execute(
+        update(Release).where(Release.id == bindparam("rid")).values(
+            title=bindparam("title"), label_id=bindparam("label_id"),
+            catalog_number=bindparam("catalog_number"), year=bindparam("year")),
+        [{"rid": rid, **{k: v for k, v in row.columns().items() if k != "natural_key"}}
+         for rid, row in changed]
+    )
+    ids = [rid for rid, _ in changed]
+    conn.execute(delete(ReleaseArtist).where(ReleaseArtist.release_id.in_(ids)))
+    conn.execute(delete(ReleaseStyle).where(ReleaseStyle.release_id.in_(ids)))
+    _link(conn, changed)
+
+
+def _link(conn: Connection, releases: list[tuple[int, ReleaseRow]]) -> None:
+    """Artist and style link rows (no sequences: rewriting them burns no IDs)."""
+    artists = [{"release_id": rid, "artist_id": aid, "position": pos}
+               for rid, row in releases for pos, aid in enumerate(row.artist_ids)]
+    styles = [{"release_id": rid, "style_id": sid} for rid, row in releases for sid in sorted(row.style_ids)]
+    if artists:
+        conn.execute(insert(ReleaseArtist), artists)
+    if styles:
+        conn.execute(insert(ReleaseStyle), styles)

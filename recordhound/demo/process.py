@@ -1,0 +1,62 @@
+"""Run the demo shop as a child process (for `recordhound demo`, tests and benchmarks)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+from types import TracebackType
+from typing import Any
+
+from recordhound.exceptions import RecordhoundError
+
+READY_PREFIX = "recordhound demo shop serving"
+
+
+class ShopProcess:
+    """``with ShopProcess(releases=500) as shop: shop.url`` — stopped by PID on exit."""
+
+    def __init__(self, releases: int, seed: int = 1, epoch: int = 0, host: str = "127.0.0.1") -> None:
+        self.args = [sys.executable, "-m", "recordhound", "demo-shop", "--port", "0", "--host", host,
+                     "--releases", str(releases), "--seed", str(seed), "--epoch", str(epoch)]
+        self.process: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def start(self) -> ShopProcess:
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith(READY_PREFIX):
+            self.stop()
+            raise RecordhoundError(f"the demo shop did not start (printed {line!r})")
+        self.url = line.rsplit(" ", 1)[-1].strip()
+        return self
+
+    def get_json(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url.rstrip("/") + path, timeout=60) as response:
+            return json.load(response)
+
+    def truth(self) -> dict[str, Any]:
+        return self.get_json("/_truth.json")  # type: ignore[no-any-return]
+
+    def hits(self) -> dict[str, int]:
+        return self.get_json("/_stats.json")["requests"]  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def __enter__(self) -> ShopProcess:
+        return self.start()
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.stop()

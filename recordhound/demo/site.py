@@ -1,0 +1,56 @@
+"""Every URL of the demo shop, rendered once into bytes (the server only looks them up)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recordhound.demo import pages
+from recordhound.demo.catalog import Catalog, Product
+from recordhound.demo.names import STYLES
+
+NON_UTF8_CHARSET = "iso-8859-1"
+
+
+@dataclass(frozen=True)
+class Page:
+    status: int
+    content_type: str
+    body: bytes
+
+
+def _html(text: str, charset: str = "utf-8", status: int = 200) -> Page:
+    return Page(status, f"text/html; charset={charset}", text.encode(charset, "xmlcharrefreplace"))
+
+
+def build_site(catalog: Catalog) -> dict[str, Page]:
+    site: dict[str, Page] = {"/": _html(pages.styles_index()), "/styles": _html(pages.styles_index())}
+    site.update(_listing(catalog.products, "/catalog", first_page_extra=_fault_links(catalog)))
+    for index, group in enumerate(STYLES):
+        members = [p for p in catalog.products if index in p.style_ids]
+        site.update(_listing(members, f"/style/{pages.style_slug(group[0])}"))
+    for product in [*catalog.products, catalog.rejected]:
+        charset = NON_UTF8_CHARSET if product.fault == "non_utf8" else "utf-8"
+        site[product.path] = _html(pages.product_page(catalog, product, charset), charset)
+    return site
+
+
+def _fault_links(catalog: Catalog) -> str:
+    """Links only the first catalog page carries: a dead link and an untitled product."""
+    return (
+        f'<p class="more"><a class="product-link" href="{pages.NOT_FOUND_PATH}">Old release</a> '
+        f'<a class="product-link" href="{catalog.rejected.path}">Mystery item</a></p>\n'
+    )
+
+
+def _listing(products: list[Product], base: str, first_page_extra: str = "") -> dict[str, Page]:
+    total = max(1, -(-len(products) // pages.PAGE_SIZE))
+    out = {}
+    for page in range(1, total + 1):
+        chunk = products[(page - 1) * pages.PAGE_SIZE: page * pages.PAGE_SIZE]
+        extra = first_page_extra if page == 1 else ""
+        out[f"{base}?page={page}"] = _html(pages.listing_page(chunk, page, total, base, extra))
+    return out
+
+
+def not_found() -> Page:
+    return _html(pages.not_found_page(), status=404)

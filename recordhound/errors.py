@@ -1,0 +1,24 @@
+"""Record one problem of a crawl: counted in stats, logged once per kind, sent as a signal."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from recordhound import signals
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+def record_error(crawler: Crawler, kind: str, url: str, message: str) -> None:
+    """Count and announce a problem; the first of each kind is logged as a warning, the rest at debug."""
+    assert crawler.stats is not None
+    key = f"recordhound/errors/{kind}"
+    first = not crawler.stats.get_value(key)
+    crawler.stats.inc_value(key)
+    crawler.stats.inc_value("recordhound/errors")
+    logger.log(logging.WARNING if first else logging.DEBUG, "%s at %s: %s", kind, url, message)
+    crawler.signals.send_catch_log(signals.error_recorded, kind=kind, url=url, message=message)

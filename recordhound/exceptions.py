@@ -1,0 +1,29 @@
+"""The one exception family of recordhound: every error a user can cause derives from it."""
+
+from __future__ import annotations
+
+
+class RecordhoundError(Exception):
+    """Base class: the message says what was wrong, where, and what to do."""
+
+
+class ConfigError(RecordhoundError):
+    """A setting has a value recordhound cannot use."""
+
+
+class ProfileError(RecordhoundError):
+    """A source profile is missing or invalid; names the file and the key."""
+
+    def __init__(self, path: str, key: str, problem: str) -> None:
+        self.path = path
+        self.key = key
+        self.problem = problem
+        super().__init__(f"invalid source profile {path}: {key}: {problem}")
+
+
+class FieldError(RecordhoundError):
+    """A scraped field could not be parsed; recorded on the item, never raised out of a callback."""
+
+
+class StoreError(RecordhoundError):
+    """The product database could not take a batch of items."""

@@ -1,0 +1,1 @@
+"""Item pipelines: normalize (100) → store (500)."""

@@ -1,0 +1,130 @@
+"""Store pipeline: upsert releases and offers into the product database in batches."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import time
+from collections import Counter, deque
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals as scrapy_signals
+from scrapy.exceptions import NotConfigured
+
+from recordhound import signals
+from recordhound.config import StoreConfig
+from recordhound.db.engine import make_engine
+from recordhound.db.migrate import upgrade
+from recordhound.db import worker
+from recordhound.db.store import BatchResult, ensure_source, update_source_meta
+from recordhound.items import Release
+from recordhound.pipelines.batcher import Batcher
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from sqlalchemy import Engine
+
+logger = logging.getLogger(__name__)
+PROGRESS_EVERY_SECONDS = 10.0
+
+
+class StorePipeline:
+    def __init__(self, crawler: Crawler, config: StoreConfig) -> None:
+        self.crawler, self.config = crawler, config
+        self.counts: Counter[str] = Counter()
+        self.recent_errors: deque[dict[str, str]] = deque(maxlen=config.errors_kept)
+        self.engine: Engine | None = None
+        self.source_id = 0
+        self.batcher: Batcher[Release, BatchResult] | None = None
+        self.executor: Executor | None = None
+        self._started = self._last_progress = time.monotonic()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> StorePipeline:
+        if not crawler.settings.getbool("RECORDHOUND_STORE_ENABLED"):
+            raise NotConfigured("RECORDHOUND_STORE_ENABLED is off: items are not stored")
+        pipeline = cls(crawler, StoreConfig.from_settings(crawler.settings))
+        crawler.signals.connect(pipeline._error_recorded, signal=signals.error_recorded)
+        crawler.signals.connect(pipeline._spider_closed, signal=scrapy_signals.spider_closed)
+        return pipeline
+
+    async def open_spider(self) -> None:
+        profile = self.crawler.spider.profile  # type: ignore[union-attr]
+        self.engine = make_engine(self.config.database_url)
+        if self.config.auto_upgrade:
+            await asyncio.to_thread(upgrade, self.engine)
+        self.source_id = await asyncio.to_thread(
+            ensure_source, self.engine, profile.name, profile.kind, profile.base_url)
+        await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
+            "status": "in_progress", "started_at": _now(), "error_message": None})
+        self.executor = _writer_executor(self.config)
+        self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds, self._written)
+        self.batcher.start()
+        logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())
+
+    async def process_item(self, item: Any) -> Any:
+        if not isinstance(item, Release) or self.batcher is None:
+            return item
+        await self.batcher.add(item)
+        return item
+
+    async def close_spider(self) -> None:
+        if self.batcher is not None:
+            await self.batcher.close()
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
+
+    async def _write(self, items: list[Release]) -> BatchResult:
+        assert self.executor is not None
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, worker.write, self.source_id, items)
+
+    def _written(self, result: BatchResult) -> None:
+        self.counts.update(result.counts)
+        self.counts["items"] += result.items
+        stats = self.crawler.stats
+        assert stats is not None
+        for key, value in result.counts.items():
+            stats.inc_value(f"recordhound/store/{key}", value)
+        stats.inc_value("recordhound/store/items", result.items)
+        now = time.monotonic()
+        if now - self._last_progress >= PROGRESS_EVERY_SECONDS:
+            self._last_progress = now
+            logger.info(
+                "Stored %d items (%.1f items/s): offers new=%d changed=%d unchanged=%d, price changes=%d",
+                self.counts["items"], self.counts["items"] / (now - self._started),
+                self.counts["offers_new"], self.counts["offers_changed"],
+                self.counts["offers_unchanged"], self.counts["price_changes"])
+
+    def _error_recorded(self, kind: str, url: str, message: str) -> None:
+        self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": _now()})
+
+    def _spider_closed(self, reason: str) -> None:
+        if self.engine is None or not self.source_id:
+            return
+        stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
+        errors = {k.rsplit("/", 1)[-1]: v for k, v in stats.items() if k.startswith("recordhound/errors/")}
+        update_source_meta(self.engine, self.source_id, {
+            "status": "completed" if reason == "finished" else "interrupted",
+            "parsed_at": _now(), "finish_reason": reason,
+            "error_message": None if not errors else f"{sum(errors.values())} problems: {errors}",
+            "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
+        })
+        self.engine.dispose()
+
+
+def _writer_executor(config: StoreConfig) -> Executor:
+    """One writer, in a child process (default) or a thread (RECORDHOUND_STORE_IN_PROCESS=false)."""
+    args = (config.database_url, config.last_seen_resolution_seconds)
+    if config.in_process:
+        return ThreadPoolExecutor(1, thread_name_prefix="recordhound-store",
+                                  initializer=worker.init, initargs=args)
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(1, mp_context=context, initializer=worker.init, initargs=args)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

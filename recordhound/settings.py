@@ -1,0 +1,66 @@
+"""Every setting of the recordhound Scrapy project, its default and its unit.
+
+Scrapy's own settings keep Scrapy's names; recordhound's carry the ``RECORDHOUND_`` prefix.
+Components parse their part once into a frozen dataclass (see ``recordhound.config``),
+so a bad value fails at start-up with the setting's name.
+"""
+
+BOT_NAME = "recordhound"
+SPIDER_MODULES = ["recordhound.spiders"]
+NEWSPIDER_MODULE = "recordhound.spiders"
+
+# --- Scrapy behaviour -------------------------------------------------------------
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+ROBOTSTXT_OBEY = False  # shops are crawled with permission; profiles set politeness
+CONCURRENT_REQUESTS = 32
+CONCURRENT_REQUESTS_PER_DOMAIN = 32
+# Scrapy starts this many asyncio tasks per response to process its output; product pages
+# yield one item and listings a few dozen requests, so 100 (the default) is mostly overhead.
+CONCURRENT_ITEMS = 8
+DOWNLOAD_TIMEOUT = 30  # seconds
+RETRY_TIMES = 2  # a page that fails 3 times is recorded as failed
+COOKIES_ENABLED = False
+TELNETCONSOLE_ENABLED = False  # no open debug port on crawler nodes
+REMOTE_CONTROL_ENABLED = False  # no open control port on crawler nodes
+LOG_LEVEL = "INFO"
+FEED_EXPORT_ENCODING = "utf-8"
+USER_AGENT = "recordhound/0.1 (+catalog crawler)"
+
+ITEM_PIPELINES = {
+    "recordhound.pipelines.normalize.NormalizePipeline": 100,
+    "recordhound.pipelines.store.StorePipeline": 500,
+}
+EXTENSIONS = {
+    "recordhound.extensions.summary.CrawlSummary": 500,
+}
+
+# --- Sources ----------------------------------------------------------------------
+# Folders searched for SOURCE.yaml before the bundled profiles (relative to the cwd).
+RECORDHOUND_PROFILES_DIRS = ["profiles"]
+
+# --- Product database -------------------------------------------------------------
+# SQLAlchemy URL of the product database; empty means $DATABASE_URL, then a SQLite file.
+RECORDHOUND_DATABASE_URL = ""
+# SQLite file used when neither RECORDHOUND_DATABASE_URL nor $DATABASE_URL is set.
+RECORDHOUND_SQLITE_PATH = "recordhound.sqlite3"
+# Run `recordhound db upgrade` automatically when a crawl opens (bool).
+RECORDHOUND_DB_AUTO_UPGRADE = True
+# Store items in the product database (bool); False discards them (benchmarks, dry runs).
+RECORDHOUND_STORE_ENABLED = True
+# Items written per transaction (count).
+RECORDHOUND_STORE_BATCH_SIZE = 200
+# A partial batch is written after waiting this long (seconds).
+RECORDHOUND_STORE_FLUSH_SECONDS = 0.5
+# Write from a thread of the crawler process instead of a child writer process (bool);
+# the child process keeps database work off the crawler's GIL (see bench/crawl_store.py).
+RECORDHOUND_STORE_IN_PROCESS = False
+# An offer's last_seen is refreshed at most this often, so re-crawls don't rewrite rows (seconds).
+RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS = 3600
+# Most recent errors kept in a source's metadata (count).
+RECORDHOUND_SOURCE_ERRORS_KEPT = 100
+
+# --- Reporting --------------------------------------------------------------------
+# Print the end-of-crawl summary to stdout (bool).
+RECORDHOUND_SUMMARY_ENABLED = True
+# Also write the crawl's stats and summary as JSON to this path (empty: don't).
+RECORDHOUND_STATS_FILE = ""

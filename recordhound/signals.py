@@ -1,0 +1,5 @@
+"""recordhound's own Scrapy signals (sent with ``crawler.signals.send_catch_log``)."""
+
+# Something a site served or a user wrote could not be used. Arguments:
+# kind (short slug, e.g. "http_404", "field_price", "rejected"), url, message.
+error_recorded = object()

@@ -1,0 +1,65 @@
+"""The shape of a source profile, as frozen dataclasses (built by ``schema.build_profile``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+LINK_KINDS = ("pagination", "listing", "product")
+FIELD_NAMES = (
+    "external_id", "title", "artists", "label", "catalog_number",
+    "year", "styles", "price", "currency", "in_stock",
+)
+REQUIRED_FIELDS = ("title", "artists")
+MANY_FIELDS = ("artists", "styles")
+
+
+@dataclass(frozen=True)
+class SelectorSpec:
+    """One selector: ``kind`` is "css" or "xpath"."""
+
+    kind: str
+    query: str
+
+    def describe(self) -> str:
+        return f"{self.kind}:{self.query}"
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    selectors: tuple[SelectorSpec, ...]
+    required: bool = False
+    split: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    kind: str
+    selectors: tuple[SelectorSpec, ...]
+    priority: int
+
+
+@dataclass(frozen=True)
+class PriceSpec:
+    default_currency: str | None = None
+    decimal_separator: str | None = None
+    currency_symbols: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: str
+    kind: str
+    base_url: str
+    start_urls: tuple[str, ...]
+    links: Mapping[str, LinkSpec]
+    fields: Mapping[str, FieldSpec]
+    price: PriceSpec
+    allowed_domains: tuple[str, ...] = ()
+    trusted: bool = False
+
+    def field(self, name: str) -> FieldSpec | None:
+        return self.fields.get(name)

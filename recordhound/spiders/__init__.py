@@ -1,0 +1,1 @@
+"""Spiders: ``catalog`` crawls any shop described by a source profile."""

@@ -1,0 +1,88 @@
+"""The catalog spider: a producer of requests driven by a source profile.
+
+``scrapy crawl catalog -a source=demo [-a base_url=http://127.0.0.1:PORT/]``
+It keeps no lists of URLs or results: listings yield requests, product pages yield items.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlparse
+
+import scrapy
+from scrapy.http import Response, TextResponse
+from scrapy.spidermiddlewares.httperror import HttpError
+
+from recordhound.errors import record_error
+from recordhound.exceptions import ProfileError
+from recordhound.sources import Profile, load_profile
+from recordhound.sources.extract import extract_links, extract_release
+from recordhound.sources.schema import with_base_url
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from twisted.python.failure import Failure
+
+logger = logging.getLogger(__name__)
+KIND_META = "recordhound_kind"
+
+
+class CatalogSpider(scrapy.Spider):
+    name = "catalog"
+
+    def __init__(self, *args: Any, profile: Profile | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        assert profile is not None, "build CatalogSpider with from_crawler"
+        self.profile = profile
+        self.allowed_domains = list(profile.allowed_domains) or [urlparse(profile.base_url).hostname or ""]
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> CatalogSpider:
+        source = kwargs.pop("source", None) or "demo"
+        try:
+            profile = load_profile(source, crawler.settings.getlist("RECORDHOUND_PROFILES_DIRS"))
+        except ProfileError as exc:
+            logger.critical("Not crawling: %s", exc)
+            raise
+        base_url = kwargs.pop("base_url", None)
+        if base_url:
+            profile = with_base_url(profile, base_url)
+        spider = super().from_crawler(crawler, *args, profile=profile, **kwargs)
+        return spider  # type: ignore[return-value]
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.profile.start_urls:
+            yield scrapy.Request(urljoin(self.profile.base_url, url), callback=self.parse_listing,
+                                 errback=self.on_error, meta={KIND_META: "listing"})
+
+    def parse_listing(self, response: Response) -> Iterator[scrapy.Request]:
+        if not self._is_text(response):
+            return
+        for kind, link in self.profile.links.items():
+            callback = self.parse_product if kind == "product" else self.parse_listing
+            for url in extract_links(response, link.selectors):  # type: ignore[arg-type]
+                yield scrapy.Request(url, callback=callback, errback=self.on_error,
+                                     priority=link.priority, meta={KIND_META: kind})
+
+    def parse_product(self, response: Response) -> Iterator[Any]:
+        if self._is_text(response):
+            yield extract_release(response, self.profile)  # type: ignore[arg-type]
+
+    def on_error(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]
+        if failure.check(HttpError):
+            kind, message = f"http_{failure.value.response.status}", "HTTP error response"
+        else:
+            kind, message = "download_failed", f"{failure.type.__name__}: {failure.getErrorMessage()}"
+        assert self.crawler is not None
+        record_error(self.crawler, kind, request.url, message)
+
+    def _is_text(self, response: Response) -> bool:
+        if isinstance(response, TextResponse):
+            return True
+        assert self.crawler is not None
+        record_error(self.crawler, "not_html", response.url, "response is not a text page")
+        return False
+

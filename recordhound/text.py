@@ -1,0 +1,103 @@
+"""Text normalization: clean display strings and the matching keys derived from them."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+_SPACES = re.compile(r"\s+")
+_NOT_WORD = re.compile(r"[^\w]+")
+_TRAILING_ARTICLE = re.compile(r"^(?P<rest>.+?),\s*(?P<article>the|a|an|les|la|le|die|der|das)$")
+_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d|2100)\b")
+
+DEFAULT_NAME_SEPARATORS = (" / ", "; ", " feat. ", " ft. ", " featuring ", " vs. ")
+
+
+def clean(value: str | None) -> str | None:
+    """NFC, no invisible characters, single spaces, stripped; ``None`` for nothing left."""
+    if value is None:
+        return None
+    text = unicodedata.normalize("NFC", value).translate(_INVISIBLE)
+    text = _SPACES.sub(" ", text).strip()
+    return text or None
+
+
+def fold(value: str) -> str:
+    """Lower case without diacritics, punctuation or repeated spaces."""
+    decomposed = unicodedata.normalize("NFKD", value.casefold())
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    bare = bare.replace("&", " and ").replace("ß", "ss").replace("ø", "o").replace("đ", "d")
+    return _SPACES.sub(" ", _NOT_WORD.sub(" ", bare).replace("_", " ")).strip()
+
+
+def name_key(value: str) -> str:
+    """The matching key of an artist, label or style name.
+
+    "The Beatles", "Beatles, The" and "the  beatles" share one key, and so do
+    "Hip-Hop" and "Hip Hop".
+    """
+    text = clean(value) or ""
+    moved = _TRAILING_ARTICLE.match(text.casefold())
+    if moved:
+        text = f"{moved['article']} {moved['rest']}"
+    return fold(text)
+
+
+def catalog_number_key(value: str) -> str:
+    """Catalogue numbers compare without case, spaces or punctuation: "WARP-CD 92" = "warpcd92"."""
+    return "".join(ch for ch in fold(value) if ch.isalnum())
+
+
+def split_names(values: Iterable[str], separators: Iterable[str] = DEFAULT_NAME_SEPARATORS) -> list[str]:
+    """Split "A / B" style strings into names, keeping order and dropping repeats."""
+    names: list[str] = []
+    seps = tuple(separators)
+    for value in values:
+        parts = [value]
+        for sep in seps:
+            parts = [piece for part in parts for piece in _split_ci(part, sep)]
+        for part in parts:
+            name = clean(part)
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def _split_ci(text: str, sep: str) -> list[str]:
+    return re.split(re.escape(sep), text, flags=re.IGNORECASE) if sep else [text]
+
+
+def parse_year(value: str | None) -> int | None:
+    """The first plausible four-digit year in the text."""
+    if not value:
+        return None
+    found = _YEAR.search(value)
+    return int(found.group(1)) if found else None
+
+
+_TRUE = {"true", "yes", "1", "in stock", "available", "instock", "in_stock"}
+_FALSE = {"false", "no", "0", "out of stock", "sold out", "unavailable", "outofstock", "out_of_stock"}
+
+
+def parse_bool(value: str | None) -> bool | None:
+    """Stock flags as shops write them; ``None`` when the text says neither."""
+    if value is None:
+        return None
+    text = fold(value)
+    if text in _TRUE or value.strip().lower() in _TRUE:
+        return True
+    if text in _FALSE or value.strip().lower() in _FALSE:
+        return False
+    return None
+
+
+def preferred_spelling(spellings: Iterable[str]) -> str:
+    """Of several spellings of one name, the one to display: "The Beatles" over "Beatles, The"."""
+    def score(spelling: str) -> tuple[int, int, str]:
+        natural_order = 0 if _TRAILING_ARTICLE.match(spelling.casefold()) else 2
+        cased = 1 if spelling != spelling.lower() and spelling != spelling.upper() else 0
+        accents = sum(1 for ch in spelling if ord(ch) > 127)  # "Björk" keeps what "Bjork" lost
+        return natural_order + cased, accents, spelling
+    return max(spellings, key=score)

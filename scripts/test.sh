@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The test command: install recordhound with its test dependencies into .venv, make sure the
+# services the tests use are up, and run the whole suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade "pip>=24,<27"
+.venv/bin/python -m pip install -q -e ".[test]"
+bash scripts/services.sh
+exec .venv/bin/python -m pytest "$@"

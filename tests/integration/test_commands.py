@@ -1,0 +1,52 @@
+"""The commands a user types: the one-command demo, db upgrade, and a crawl with a bad profile."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from recordhound.db.migrate import head_revision
+from recordhound.sources import find_profile
+from tests.integration.dbcheck import ProductDb
+from tests.services import run_crawl
+
+
+def _recordhound(workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "recordhound", *args], cwd=workdir, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def test_demo_command_runs_the_main_job_on_embedded_defaults(tmp_path: Path) -> None:
+    env = {"DATABASE_URL": ""}
+    done = _recordhound(tmp_path, "demo", "--releases", "60", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "recordhound crawl finished" in done.stdout
+    assert "offers:   62 new" in done.stdout
+    db = ProductDb(f"sqlite:///{tmp_path / 'recordhound.sqlite3'}")
+    assert db.counts()["releases"] == 60
+    db.close()
+
+
+def test_db_upgrade_creates_the_schema(database_url: str, tmp_path: Path) -> None:
+    done = _recordhound(tmp_path, "db", "upgrade", env={"DATABASE_URL": database_url})
+    assert done.returncode == 0, done.stderr
+    assert f"schema at revision {head_revision()}" in done.stdout
+    db = ProductDb(database_url)
+    assert db.counts()["offers"] == 0
+    db.close()
+
+
+def test_invalid_profile_fails_before_crawling_naming_the_key(tmp_path: Path) -> None:
+    document = yaml.safe_load(Path(find_profile("demo")).read_text())
+    document["fields"]["title"] = {"css": "h1[[["}
+    document["base_url"] = "http://127.0.0.1:9/"  # nothing listens: a crawl would record errors
+    (tmp_path / "broken.yaml").write_text(yaml.safe_dump(document))
+    result = run_crawl(tmp_path, f"sqlite:///{tmp_path / 'p.sqlite3'}", "-a", "source=broken.yaml")
+    assert result.returncode != 0
+    assert "broken.yaml: fields.title.css: invalid css selector" in result.stderr
+    assert result.stats == {}  # the crawl never started
+    assert not (tmp_path / "p.sqlite3").exists()

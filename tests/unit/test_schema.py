@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from scrapy.settings import Settings
+
+from recordhound import settings as project_settings
+from recordhound.config import StoreConfig
+from recordhound.db.engine import make_engine
+from recordhound.db.migrate import current_revision, head_revision, upgrade
+from recordhound.db.models import Base
+from recordhound.exceptions import ConfigError
+
+
+def test_migrations_create_exactly_the_models(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'm.sqlite3'}")
+    upgrade(engine)
+    upgrade(engine)  # a second upgrade is a no-op
+    assert current_revision(engine) == head_revision()
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+
+
+def _settings(**overrides: object) -> Settings:
+    values = {k: getattr(project_settings, k) for k in dir(project_settings) if k.isupper()}
+    return Settings({**values, **overrides})
+
+
+@pytest.mark.parametrize(("name", "value", "problem"), [
+    ("RECORDHOUND_STORE_BATCH_SIZE", "lots", "whole number"),
+    ("RECORDHOUND_STORE_BATCH_SIZE", 0, "positive"),
+    ("RECORDHOUND_STORE_FLUSH_SECONDS", -1, "positive"),
+    ("RECORDHOUND_DB_AUTO_UPGRADE", "perhaps", "true/false"),
+    ("RECORDHOUND_DATABASE_URL", "postgres-at-home", "SQLAlchemy URL"),
+])
+def test_bad_settings_fail_at_start_naming_the_setting(name: str, value: object, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem) as caught:
+        StoreConfig.from_settings(_settings(**{name: value}))
+    assert name.split("_")[-1] in str(caught.value) or "DATABASE_URL" in str(caught.value)

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import pytest
+
+from recordhound.text import clean, name_key, parse_bool, parse_year, preferred_spelling, split_names
+
+
+@pytest.mark.parametrize("spellings", [
+    ("The Beatles", "Beatles, The", "the  beatles", "THE BEATLES"),
+    ("Hip Hop", "Hip-Hop", "hip hop", "HIP-HOP"),
+    ("Drum & Bass", "Drum and Bass", "drum&bass"),
+    ("Björk", "Bjork", "BJÖRK"),
+    ("Sigur Rós", "Sigur Ros"),
+])
+def test_spellings_of_one_name_share_a_key(spellings: tuple[str, ...]) -> None:
+    assert len({name_key(s) for s in spellings}) == 1
+
+
+def test_different_names_keep_different_keys() -> None:
+    assert name_key("The The") != name_key("The")
+    assert name_key("Orb, The") != name_key("Orbital")
+
+
+def test_clean_normalizes_unicode_and_whitespace() -> None:
+    assert clean("  Cafe\u0301\u200b  del \n Mar ") == "Café del Mar"
+    assert clean("   ") is None
+
+
+def test_split_names_keeps_ampersand_names_whole() -> None:
+    assert split_names(["A / B feat. C", "Simon & Garfunkel", "A"]) == ["A", "B", "C", "Simon & Garfunkel"]
+
+
+def test_years_and_stock_flags() -> None:
+    assert parse_year("Released 1997 (reissue)") == 1997
+    assert parse_year("soon") is None
+    assert parse_bool("In stock") is True and parse_bool("false") is False
+    assert parse_bool("maybe") is None
+
+
+def test_preferred_spelling_is_the_natural_one() -> None:
+    assert preferred_spelling(["Beatles, The", "the beatles", "The Beatles"]) == "The Beatles"
+    assert preferred_spelling(["Bjork", "BJÖRK", "Björk"]) == "Björk"
