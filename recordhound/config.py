@@ -41,6 +41,13 @@ def _bool(settings: BaseSettings, name: str) -> bool:
         ) from exc
 
 
+def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
+    value = str(settings.get(name))
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
 def database_url(settings: BaseSettings | None = None) -> str:
     """The product database: the setting, then $DATABASE_URL, then the SQLite file."""
     configured = settings.get("RECORDHOUND_DATABASE_URL") if settings else ""
@@ -60,7 +67,7 @@ class StoreConfig:
     flush_seconds: float
     last_seen_resolution_seconds: int
     errors_kept: int
-    in_process: bool
+    writer: str  # "process" or "thread"
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
@@ -79,7 +86,7 @@ class StoreConfig:
                 settings, "RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS"
             ),
             errors_kept=_positive_int(settings, "RECORDHOUND_SOURCE_ERRORS_KEPT"),
-            in_process=_bool(settings, "RECORDHOUND_STORE_IN_PROCESS"),
+            writer=_choice(settings, "RECORDHOUND_STORE_WRITER", ("process", "thread")),
         )
 
 

@@ -51,9 +51,9 @@ RECORDHOUND_STORE_ENABLED = True
 RECORDHOUND_STORE_BATCH_SIZE = 200
 # A partial batch is written after waiting this long (seconds).
 RECORDHOUND_STORE_FLUSH_SECONDS = 0.5
-# Write from a thread of the crawler process instead of a child writer process (bool);
-# the child process keeps database work off the crawler's GIL (see bench/crawl_store.py).
-RECORDHOUND_STORE_IN_PROCESS = False
+# Where the product-database writer runs: "process" (a child process, off the crawler's GIL;
+# see bench/crawl_store.py) or "thread" (a thread of the crawler process).
+RECORDHOUND_STORE_WRITER = "process"
 # An offer's last_seen is refreshed at most this often, so re-crawls don't rewrite rows (seconds).
 RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS = 3600
 # Most recent errors kept in a source's metadata (count).

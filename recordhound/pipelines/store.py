@@ -117,9 +117,9 @@ class StorePipeline:
 
 
 def _writer_executor(config: StoreConfig) -> Executor:
-    """One writer, in a child process (default) or a thread (RECORDHOUND_STORE_IN_PROCESS=false)."""
+    """One writer, in a child process (default) or a thread (RECORDHOUND_STORE_WRITER)."""
     args = (config.database_url, config.last_seen_resolution_seconds)
-    if config.in_process:
+    if config.writer == "thread":
         return ThreadPoolExecutor(1, thread_name_prefix="recordhound-store",
                                   initializer=worker.init, initargs=args)
     context = multiprocessing.get_context("spawn")

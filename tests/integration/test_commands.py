@@ -50,3 +50,19 @@ def test_invalid_profile_fails_before_crawling_naming_the_key(tmp_path: Path) ->
     assert "broken.yaml: fields.title.css: invalid css selector" in result.stderr
     assert result.stats == {}  # the crawl never started
     assert not (tmp_path / "p.sqlite3").exists()
+
+
+def test_thread_writer_stores_the_same_catalog(tmp_path: Path) -> None:
+    from recordhound.demo.process import ShopProcess
+
+    url = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+    with ShopProcess(60, seed=3) as shop:
+        expected = shop.truth()["counts"]
+        result = run_crawl(tmp_path, url, "-a", "source=demo", "-a", f"base_url={shop.url}",
+                           "-s", "RECORDHOUND_STORE_WRITER=thread")
+    assert result.returncode == 0, result.stderr[-2000:]
+    db = ProductDb(url)
+    counts = db.counts()
+    assert (counts["releases"], counts["offers"], counts["artists"]) == (
+        expected["releases"], expected["offers"], expected["artists"])
+    db.close()
