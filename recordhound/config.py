@@ -12,24 +12,23 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 
-def _positive_int(settings: BaseSettings, name: str) -> int:
+def _positive(settings: BaseSettings, name: str, kind: type[int] | type[float]) -> int | float:
+    what = "a whole number" if kind is int else "a number of seconds"
     try:
-        value = settings.getint(name)
+        value = settings.getint(name) if kind is int else settings.getfloat(name)
     except ValueError as exc:
-        raise ConfigError(f"{name} must be a whole number, got {settings.get(name)!r}") from exc
+        raise ConfigError(f"{name} must be {what}, got {settings.get(name)!r}") from exc
     if value <= 0:
-        raise ConfigError(f"{name} must be a positive whole number, got {value}")
+        raise ConfigError(f"{name} must be {what} above 0, got {value}")
     return value
+
+
+def _positive_int(settings: BaseSettings, name: str) -> int:
+    return int(_positive(settings, name, int))
 
 
 def _positive_float(settings: BaseSettings, name: str) -> float:
-    try:
-        value = settings.getfloat(name)
-    except ValueError as exc:
-        raise ConfigError(f"{name} must be a number of seconds, got {settings.get(name)!r}") from exc
-    if value <= 0:
-        raise ConfigError(f"{name} must be a positive number of seconds, got {value}")
-    return value
+    return float(_positive(settings, name, float))
 
 
 def _bool(settings: BaseSettings, name: str) -> bool:

@@ -31,8 +31,8 @@ def _settings(**overrides: object) -> Settings:
 
 @pytest.mark.parametrize(("name", "value", "problem"), [
     ("RECORDHOUND_STORE_BATCH_SIZE", "lots", "whole number"),
-    ("RECORDHOUND_STORE_BATCH_SIZE", 0, "positive"),
-    ("RECORDHOUND_STORE_FLUSH_SECONDS", -1, "positive"),
+    ("RECORDHOUND_STORE_BATCH_SIZE", 0, "above 0"),
+    ("RECORDHOUND_STORE_FLUSH_SECONDS", -1, "seconds above 0"),
     ("RECORDHOUND_DB_AUTO_UPGRADE", "perhaps", "true/false"),
     ("RECORDHOUND_DATABASE_URL", "postgres-at-home", "SQLAlchemy URL"),
     ("RECORDHOUND_STORE_WRITER", "fork", "one of process, thread"),
