@@ -100,3 +100,46 @@ class ReportConfig:
             print_summary=_bool(settings, "RECORDHOUND_SUMMARY_ENABLED"),
             stats_file=str(settings.get("RECORDHOUND_STATS_FILE") or ""),
         )
+
+
+@dataclass(frozen=True)
+class FrontierConfig:
+    redis_url: str  # empty: the embedded (SQLite) frontier
+    redis_prefix: str
+    path_template: str  # embedded file; "{crawl}" is replaced by the crawl id
+    crawl_id: str  # empty: the source name
+    node_id: str  # empty: "<host>-<n>", the lowest free slot on this host
+    lease_seconds: float
+    lease_batch: int
+    flush_seconds: float
+    push_batch: int
+    max_attempts: int
+    retry_max_seconds: float
+
+    @property
+    def backend(self) -> str:
+        return "redis" if self.redis_url else "embedded"
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> FrontierConfig:
+        redis_url = str(settings.get("RECORDHOUND_REDIS_URL") or os.environ.get("REDIS_URL") or "")
+        if redis_url and not redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(f"REDIS_URL / RECORDHOUND_REDIS_URL must look like redis://host:6379/0, "
+                              f"got {redis_url!r}")
+        jobdir = settings.get("JOBDIR")
+        folder = str(settings.get("RECORDHOUND_FRONTIER_DIR") or ".recordhound/frontier")
+        template = (os.path.join(jobdir, "frontier.sqlite3") if jobdir
+                    else os.path.join(folder, "{crawl}.sqlite3"))
+        return cls(
+            redis_url=redis_url,
+            redis_prefix=str(settings.get("RECORDHOUND_REDIS_PREFIX") or "recordhound"),
+            path_template=template,
+            crawl_id=str(settings.get("RECORDHOUND_CRAWL_ID") or ""),
+            node_id=str(settings.get("RECORDHOUND_NODE_ID") or ""),
+            lease_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_LEASE_SECONDS"),
+            lease_batch=_positive_int(settings, "RECORDHOUND_FRONTIER_LEASE_BATCH"),
+            flush_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_FLUSH_SECONDS"),
+            push_batch=_positive_int(settings, "RECORDHOUND_FRONTIER_PUSH_BATCH"),
+            max_attempts=_positive_int(settings, "RECORDHOUND_FRONTIER_MAX_ATTEMPTS"),
+            retry_max_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
+        )

@@ -26,6 +26,12 @@ LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
 USER_AGENT = "recordhound/0.1 (+catalog crawler)"
 
+SCHEDULER = "recordhound.frontier.scheduler.FrontierScheduler"
+DUPEFILTER_CLASS = "recordhound.frontier.dupefilter.FrontierDupeFilter"
+SPIDER_MIDDLEWARES = {
+    # closest to the engine: sees every callback's final output, acks when it is all stored
+    "recordhound.frontier.middleware.FrontierMiddleware": 10,
+}
 ITEM_PIPELINES = {
     "recordhound.pipelines.normalize.NormalizePipeline": 100,
     "recordhound.pipelines.store.StorePipeline": 500,
@@ -37,6 +43,31 @@ EXTENSIONS = {
 # --- Sources ----------------------------------------------------------------------
 # Folders searched for SOURCE.yaml before the bundled profiles (relative to the cwd).
 RECORDHOUND_PROFILES_DIRS = ["profiles"]
+
+# --- Frontier (scheduler + dupefilter) -----------------------------------------------
+# Redis shared by every node of a crawl; empty means $REDIS_URL, and without it the
+# embedded frontier (one SQLite file per crawl) is used.
+RECORDHOUND_REDIS_URL = ""
+# Prefix of every Redis key of recordhound (keys are PREFIX:CRAWL:...).
+RECORDHOUND_REDIS_PREFIX = "recordhound"
+# Folder of the embedded frontier files when no JOBDIR is given (JOBDIR/frontier.sqlite3 otherwise).
+RECORDHOUND_FRONTIER_DIR = ".recordhound/frontier"
+# Name of the crawl the nodes share; empty means the source name.
+RECORDHOUND_CRAWL_ID = ""
+# This node's id; empty means "<hostname>-<n>", the lowest slot no live process holds.
+RECORDHOUND_NODE_ID = ""
+# A lease not renewed for this long returns to the queue: the visibility timeout (seconds).
+RECORDHOUND_FRONTIER_LEASE_SECONDS = 60.0
+# Requests leased per round trip (count).
+RECORDHOUND_FRONTIER_LEASE_BATCH = 16
+# New requests, acks and failures are written at least this often (seconds).
+RECORDHOUND_FRONTIER_FLUSH_SECONDS = 0.2
+# ...or as soon as this many new requests wait (count).
+RECORDHOUND_FRONTIER_PUSH_BATCH = 200
+# A request leased this many times without an outcome is recorded as failed (count).
+RECORDHOUND_FRONTIER_MAX_ATTEMPTS = 5
+# Longest wait between retries while Redis or the database is unreachable (seconds).
+RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS = 30.0
 
 # --- Product database -------------------------------------------------------------
 # SQLAlchemy URL of the product database; empty means $DATABASE_URL, then a SQLite file.

@@ -75,3 +75,22 @@ def run_crawl(workdir: Path, database_url: str, *args: str, timeout: float = 300
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     report = json.loads(stats_file.read_text()) if stats_file.exists() else {"stats": {}, "summary": {}}
     return CrawlResult(done.returncode, done.stdout, done.stderr, report["stats"], report["summary"], cpu)
+
+
+REDIS_URL = os.environ.get("RECORDHOUND_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_START = 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no'
+
+
+def redis_url() -> str:
+    """The shared Redis the tests use (each test under its own key prefix)."""
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"Redis is not reachable at {REDIS_URL} ({exc}); start it: {REDIS_START}")
+    return REDIS_URL
+
+
+def unique_prefix() -> str:
+    return f"rhtest-{uuid.uuid4().hex[:10]}"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from recordhound.db.models import Release, ReleaseArtist, ReleaseStyle
+from recordhound.text import catalog_number_key
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,14 @@ class ReleaseRow:
     artist_ids: tuple[int, ...]
     style_ids: frozenset[int]
 
+    def same_as(self, stored: ReleaseRow) -> bool:
+        """Equal, counting "ABC-00012" and "ABC 00012" as one catalogue number (no flip-flops)."""
+        if self == stored:
+            return True
+        same_number = catalog_number_key(self.catalog_number or "") == catalog_number_key(
+            stored.catalog_number or "")
+        return same_number and replace(self, catalog_number=stored.catalog_number) == stored
+
     def columns(self) -> dict[str, object]:
         return {"natural_key": self.natural_key, "title": self.title, "label_id": self.label_id,
                 "catalog_number": self.catalog_number, "year": self.year}
@@ -31,7 +40,7 @@ def write_releases(conn: Connection, wanted: dict[str, ReleaseRow]) -> tuple[dic
     stored = _load(conn, list(wanted))
     new = [row for key, row in wanted.items() if key not in stored]
     changed = [(stored[key][0], row) for key, row in wanted.items()
-               if key in stored and stored[key][1] != row]
+               if key in stored and not row.same_as(stored[key][1])]
     ids = {key: release_id for key, (release_id, _) in stored.items()}
     ids.update(_insert(conn, new))
     _update(conn, changed)

@@ -17,6 +17,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from recordhound.errors import record_error
 from recordhound.exceptions import ProfileError
+from recordhound.frontier.registry import report_failure
 from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release
 from recordhound.sources.schema import with_base_url
@@ -78,6 +79,7 @@ class CatalogSpider(scrapy.Spider):
             kind, message = "download_failed", f"{failure.type.__name__}: {failure.getErrorMessage()}"
         assert self.crawler is not None
         record_error(self.crawler, kind, request.url, message)
+        report_failure(self.crawler, request, f"{kind}: {message}")
 
     def _is_text(self, response: Response) -> bool:
         if isinstance(response, TextResponse):

@@ -1,0 +1,136 @@
+"""The frontier backend contract, shared by the embedded (SQLite) and Redis backends.
+
+Invariants every backend keeps (tests/integration/test_frontier_contract.py checks them):
+
+1. ``commit`` marks a fingerprint seen in the same atomic step that queues its request.
+2. In one ``commit``, new requests are queued before any ack or failure is recorded.
+3. A leased entry is acked, failed with a reason, or returned to the queue (lease expiry,
+   ``reclaim_node`` of its node, ``release``). Nothing else removes it.
+4. Leases are handed out by priority (higher first), FIFO within a priority.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A request to queue: its compact fingerprint (None: never deduplicated)."""
+
+    fingerprint: bytes | None
+    priority: int
+    payload: str
+
+
+@dataclass(frozen=True)
+class Leased:
+    id: int
+    payload: str
+    attempts: int  # how many times this entry has been leased, this one included
+
+
+@dataclass(frozen=True)
+class Failure:
+    id: int
+    reason: str
+
+
+@dataclass
+class Counts:
+    queued: int = 0
+    leased: dict[str, int] = field(default_factory=dict)  # node id -> leases held
+    done: int = 0
+    failed: int = 0
+    seen: int = 0
+    status: str = "new"  # new | running | completed
+
+    @property
+    def leased_total(self) -> int:
+        return sum(self.leased.values())
+
+    @property
+    def drained(self) -> bool:
+        return self.queued == 0 and self.leased_total == 0
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    host: str
+    pid: int
+    token: str
+    heartbeat: float  # backend clock, seconds
+
+
+class FrontierBackend(ABC):
+    """One crawl's frontier. Methods are short synchronous calls (never blocking waits)."""
+
+    @abstractmethod
+    def open(self) -> None:
+        """Connect (and create storage); raises RecordhoundError naming what is unreachable."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def now(self) -> float:
+        """The backend's clock (seconds), the one lease expiries are measured against."""
+
+    @abstractmethod
+    def commit(self, entries: list[Entry], acks: list[int], failures: list[Failure]) -> int:
+        """Atomically queue unseen entries, then ack and fail; returns how many were queued."""
+
+    @abstractmethod
+    def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]: ...
+
+    @abstractmethod
+    def release(self, ids: list[int]) -> None:
+        """Return leased entries to the queue (unstarted work at shutdown)."""
+
+    @abstractmethod
+    def renew(self, node: str, lease_seconds: float) -> None:
+        """Extend every lease ``node`` holds."""
+
+    @abstractmethod
+    def reclaim_expired(self) -> int:
+        """Return expired leases (of any node) to the queue; returns how many."""
+
+    @abstractmethod
+    def reclaim_node(self, node: str) -> int:
+        """Return every lease ``node`` holds to the queue (that node restarted)."""
+
+    @abstractmethod
+    def is_seen(self, fingerprint: bytes) -> bool: ...
+
+    @abstractmethod
+    def counts(self) -> Counts: ...
+
+    @abstractmethod
+    def failures(self, limit: int = 100) -> list[tuple[str, str]]:
+        """Recent failed entries as (payload, reason)."""
+
+    @abstractmethod
+    def claim_start(self) -> bool:
+        """True exactly once per crawl: the caller produces the start requests."""
+
+    @abstractmethod
+    def set_status(self, status: str) -> None: ...
+
+    @abstractmethod
+    def nodes(self) -> dict[str, NodeInfo]: ...
+
+    @abstractmethod
+    def claim_node(self, node: str, info: NodeInfo, replace_token: str | None) -> bool:
+        """Register ``node`` if it is free, or held by ``replace_token`` (a dead holder)."""
+
+    @abstractmethod
+    def heartbeat(self, node: str, token: str) -> bool:
+        """Refresh ``node``'s heartbeat; False if another process has taken the node id."""
+
+    @abstractmethod
+    def leave(self, node: str, token: str) -> None: ...
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Forget this crawl entirely (queue, leases, seen-set, counters, nodes)."""

@@ -1,0 +1,171 @@
+"""Redis frontier: one crawl's queue, leases and seen-set, shared by every node.
+
+Key layout (P = ``{RECORDHOUND_REDIS_PREFIX}:{crawl}``):
+
+    P:queue           ZSET  id -> -priority * 2**40 + id (priority first, then FIFO)
+    P:payloads        HASH  id -> request JSON (queued and leased entries)
+    P:owner           HASH  id -> "node|score" for leased entries
+    P:expiry          ZSET  id -> lease expiry (Redis clock, seconds)
+    P:attempts        HASH  id -> times leased
+    P:leases:{node}   SET   ids leased by node (renew and reclaim by node)
+    P:seen:{xxxx}     HASH  6-byte fingerprint tail -> "" (xxxx = first 2 bytes, hex):
+                            65,536 small listpack-encoded hashes, ~20 bytes per URL
+    P:counters        HASH  seq, seen, done, failed
+    P:failed          LIST  JSON {id, payload, reason, at}
+    P:state           HASH  started, status
+    P:nodes           HASH  node -> JSON {host, pid, token, heartbeat}
+
+Every multi-step update is one Lua script (``redis_scripts.py``). Scripts build the
+``P:seen:*`` and ``P:leases:*`` key names themselves: fine on one Redis server, not Cluster.
+Run Redis with ``appendonly yes``, ``appendfsync everysec`` and ``maxmemory-policy noeviction``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from recordhound.exceptions import RecordhoundError
+from recordhound.frontier import redis_scripts as lua
+from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Leased, NodeInfo
+
+MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
+
+
+class RedisFrontier(FrontierBackend):
+    def __init__(self, url: str, prefix: str, socket_timeout: float = 5.0) -> None:
+        self.url, self.prefix, self.socket_timeout = url, prefix, socket_timeout
+        self._redis: redis.Redis | None = None
+        self._scripts: dict[str, Any] = {}
+        names = ("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state", "nodes")
+        self.keys = {name: f"{prefix}:{name}" for name in names}
+
+    def open(self) -> None:
+        client = redis.Redis.from_url(self.url, socket_timeout=self.socket_timeout,
+                                      socket_connect_timeout=self.socket_timeout)
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            raise RecordhoundError(
+                f"cannot reach Redis at REDIS_URL={_safe(self.url)}: {exc}; start Redis or unset "
+                f"REDIS_URL to use the embedded frontier") from exc
+        self._redis = client
+        self._scripts = {name: client.register_script(getattr(lua, name))
+                         for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT")}
+
+    def close(self) -> None:
+        if self._redis is not None:
+            self._redis.close()
+            self._redis = None
+
+    @property
+    def r(self) -> redis.Redis:
+        assert self._redis is not None, "frontier is not open"
+        return self._redis
+
+    def _k(self, *names: str) -> list[str]:
+        return [self.keys[n] for n in names]
+
+    def now(self) -> float:
+        seconds, micros = self.r.time()
+        return seconds + micros / 1e6
+
+    def commit(self, entries: list[Entry], acks: list[int], failures: list[Failure]) -> int:
+        args: list[Any] = [f"{self.prefix}:seen:", f"{self.prefix}:leases:", len(entries)]
+        for entry in entries:
+            fp = entry.fingerprint
+            bucket, field = (fp[:2].hex(), fp[2:8]) if fp is not None else ("", b"")
+            priority = max(-MAX_PRIORITY, min(MAX_PRIORITY, entry.priority))
+            args += [bucket, field, priority, entry.payload]
+        args += [len(acks), *acks, len(failures)]
+        for failure in failures:
+            args += [failure.id, failure.reason]
+        keys = self._k("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed")
+        return int(self._scripts["COMMIT"](keys=keys, args=args))
+
+    def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
+        flat = self._scripts["LEASE"](keys=self._k("queue", "payloads", "owner", "expiry", "attempts"),
+                                      args=[f"{self.prefix}:leases:", node, count, lease_seconds])
+        return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2])) for i in range(0, len(flat), 3)]
+
+    def _requeue(self, mode: str, *args: Any) -> int:
+        return int(self._scripts["REQUEUE"](keys=self._k("queue", "owner", "expiry"),
+                                            args=[f"{self.prefix}:leases:", mode, *args]))
+
+    def release(self, ids: list[int]) -> None:
+        for start in range(0, len(ids), 1000):
+            self._requeue("ids", *ids[start:start + 1000])
+
+    def renew(self, node: str, lease_seconds: float) -> None:
+        self._scripts["RENEW"](keys=self._k("expiry"), args=[f"{self.prefix}:leases:", node, lease_seconds])
+
+    def reclaim_expired(self) -> int:
+        return self._requeue("expired", "")
+
+    def reclaim_node(self, node: str) -> int:
+        return self._requeue("node", node)
+
+    def is_seen(self, fingerprint: bytes) -> bool:
+        return bool(self.r.hexists(f"{self.prefix}:seen:{fingerprint[:2].hex()}", fingerprint[2:8]))
+
+    def counts(self) -> Counts:
+        pipe = self.r.pipeline(transaction=False)
+        pipe.zcard(self.keys["queue"])
+        pipe.hvals(self.keys["owner"])
+        pipe.hmget(self.keys["counters"], "done", "failed", "seen")
+        pipe.hget(self.keys["state"], "status")
+        queued, owners, (done, failed, seen), status = pipe.execute()
+        leased: dict[str, int] = {}
+        for owner in owners:
+            node = owner.decode().rsplit("|", 1)[0]
+            leased[node] = leased.get(node, 0) + 1
+        return Counts(queued=queued, leased=leased, done=int(done or 0), failed=int(failed or 0),
+                      seen=int(seen or 0), status=status.decode() if status else "new")
+
+    def failures(self, limit: int = 100) -> list[tuple[str, str]]:
+        rows = [json.loads(raw) for raw in self.r.lrange(self.keys["failed"], 0, limit - 1)]
+        return [(row["payload"], row["reason"]) for row in rows]
+
+    def claim_start(self) -> bool:
+        return bool(self.r.hsetnx(self.keys["state"], "started", self.now()))
+
+    def set_status(self, status: str) -> None:
+        self.r.hset(self.keys["state"], "status", status)
+
+    def nodes(self) -> dict[str, NodeInfo]:
+        found = {}
+        for node, raw in self.r.hgetall(self.keys["nodes"]).items():
+            info = json.loads(raw)
+            found[node.decode()] = NodeInfo(info["host"], int(info["pid"]), info["token"], float(info["heartbeat"]))
+        return found
+
+    def claim_node(self, node: str, info: NodeInfo, replace_token: str | None) -> bool:
+        payload = json.dumps({"host": info.host, "pid": info.pid, "token": info.token})
+        return bool(self._scripts["CLAIM_NODE"](keys=self._k("nodes"), args=[node, payload, replace_token or ""]))
+
+    def heartbeat(self, node: str, token: str) -> bool:
+        return bool(self._scripts["HEARTBEAT"](keys=self._k("nodes"), args=[node, token, 0]))
+
+    def leave(self, node: str, token: str) -> None:
+        self._scripts["HEARTBEAT"](keys=self._k("nodes"), args=[node, token, 1])
+
+    def reset(self) -> None:
+        batch: list[bytes] = []
+        for key in self.r.scan_iter(match=f"{self.prefix}:*", count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                self.r.unlink(*batch)
+                batch = []
+        if batch:
+            self.r.unlink(*batch)
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    if "@" in url and ":" in url.split("@", 1)[0].split("//", 1)[-1]:
+        scheme, rest = url.split("//", 1)
+        user = rest.split("@", 1)[0].split(":", 1)[0]
+        return f"{scheme}//{user}:***@{rest.split('@', 1)[1]}"
+    return url

@@ -1,0 +1,144 @@
+"""Lua scripts of the Redis frontier: each multi-step update is one atomic script.
+
+Scores: ``-priority * 2**40 + id`` orders the queue by priority (higher first), then FIFO.
+The owner hash keeps "node|score" so a returned lease goes back to its place in line.
+"""
+
+# KEYS: queue payloads counters owner expiry attempts failed
+# ARGV: seen_prefix node_prefix n [bucket field priority payload]*n na [id]*na nf [id reason]*nf
+COMMIT = """
+local function drop_lease(id)
+  local owner = redis.call('HGET', KEYS[4], id)
+  if not owner then return nil end
+  local node = string.match(owner, '^(.*)|')
+  redis.call('HDEL', KEYS[4], id)
+  redis.call('ZREM', KEYS[5], id)
+  redis.call('SREM', ARGV[2] .. node, id)
+  redis.call('HDEL', KEYS[6], id)
+  local payload = redis.call('HGET', KEYS[2], id)
+  redis.call('HDEL', KEYS[2], id)
+  return payload
+end
+local i = 3
+local n = tonumber(ARGV[i]); i = i + 1
+local queued, seen = 0, 0
+for _ = 1, n do
+  local bucket, field, prio, payload = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  i = i + 4
+  local new = true
+  if bucket ~= '' then
+    new = redis.call('HSETNX', ARGV[1] .. bucket, field, '') == 1
+    if new then seen = seen + 1 end
+  end
+  if new then
+    local id = redis.call('HINCRBY', KEYS[3], 'seq', 1)
+    redis.call('ZADD', KEYS[1], -prio * 1099511627776 + id, id)
+    redis.call('HSET', KEYS[2], id, payload)
+    queued = queued + 1
+  end
+end
+if seen > 0 then redis.call('HINCRBY', KEYS[3], 'seen', seen) end
+local na = tonumber(ARGV[i]); i = i + 1
+local done = 0
+for _ = 1, na do
+  if drop_lease(ARGV[i]) then done = done + 1 end
+  i = i + 1
+end
+if done > 0 then redis.call('HINCRBY', KEYS[3], 'done', done) end
+local nf = tonumber(ARGV[i]); i = i + 1
+local now = redis.call('TIME')
+local failed = 0
+for _ = 1, nf do
+  local id, reason = ARGV[i], ARGV[i + 1]
+  i = i + 2
+  local payload = drop_lease(id)
+  if payload then
+    redis.call('LPUSH', KEYS[7], cjson.encode({id = id, payload = payload, reason = reason, at = tonumber(now[1])}))
+    failed = failed + 1
+  end
+end
+if failed > 0 then redis.call('HINCRBY', KEYS[3], 'failed', failed) end
+return queued
+"""
+
+# KEYS: queue payloads owner expiry attempts   ARGV: node_prefix node count lease_seconds
+LEASE = """
+local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1, 'WITHSCORES')
+if #ids == 0 then return {} end
+local now = redis.call('TIME')
+local expires = tonumber(now[1]) + tonumber(now[2]) / 1e6 + tonumber(ARGV[4])
+local out = {}
+for j = 1, #ids, 2 do
+  local id, score = ids[j], ids[j + 1]
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('HSET', KEYS[3], id, ARGV[2] .. '|' .. score)
+  redis.call('ZADD', KEYS[4], expires, id)
+  redis.call('SADD', ARGV[1] .. ARGV[2], id)
+  local attempts = redis.call('HINCRBY', KEYS[5], id, 1)
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', KEYS[2], id)
+  out[#out + 1] = attempts
+end
+return out
+"""
+
+# Return leases to the queue. KEYS: queue owner expiry   ARGV: node_prefix mode arg
+# mode "ids": arg... are ids; "node": arg is a node; "expired": every lease past its expiry.
+REQUEUE = """
+local ids
+if ARGV[2] == 'node' then
+  ids = redis.call('SMEMBERS', ARGV[1] .. ARGV[3])
+elseif ARGV[2] == 'expired' then
+  local now = redis.call('TIME')
+  ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', tonumber(now[1]) + tonumber(now[2]) / 1e6, 'LIMIT', 0, 5000)
+else
+  ids = {}
+  for j = 3, #ARGV do ids[#ids + 1] = ARGV[j] end
+end
+local moved = 0
+for _, id in ipairs(ids) do
+  local owner = redis.call('HGET', KEYS[2], id)
+  if owner then
+    local node, score = string.match(owner, '^(.*)|(.*)$')
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('SREM', ARGV[1] .. node, id)
+    redis.call('ZADD', KEYS[1], score, id)
+    moved = moved + 1
+  end
+end
+return moved
+"""
+
+# KEYS: expiry   ARGV: node_prefix node lease_seconds
+RENEW = """
+local ids = redis.call('SMEMBERS', ARGV[1] .. ARGV[2])
+local now = redis.call('TIME')
+local expires = tonumber(now[1]) + tonumber(now[2]) / 1e6 + tonumber(ARGV[3])
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', expires, id) end
+return #ids
+"""
+
+# KEYS: nodes   ARGV: node info_json replace_token
+CLAIM_NODE = """
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current and cjson.decode(current).token ~= ARGV[3] then return 0 end
+local info = cjson.decode(ARGV[2])
+local now = redis.call('TIME')
+info.heartbeat = tonumber(now[1]) + tonumber(now[2]) / 1e6
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(info))
+return 1
+"""
+
+# KEYS: nodes   ARGV: node token remove(0/1)
+HEARTBEAT = """
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if not current then return 0 end
+local info = cjson.decode(current)
+if info.token ~= ARGV[2] then return 0 end
+if ARGV[3] == '1' then redis.call('HDEL', KEYS[1], ARGV[1]) return 1 end
+local now = redis.call('TIME')
+info.heartbeat = tonumber(now[1]) + tonumber(now[2]) / 1e6
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(info))
+return 1
+"""

@@ -1,0 +1,31 @@
+"""Find the frontier scheduler of a crawler (the middleware and the spider report to it)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from recordhound.frontier.scheduler import FrontierScheduler
+
+_schedulers: WeakKeyDictionary[Crawler, FrontierScheduler] = WeakKeyDictionary()
+
+FRONTIER_ID = "recordhound_frontier_id"  # request.meta key of a leased request's id
+
+
+def register(crawler: Crawler, scheduler: FrontierScheduler) -> None:
+    _schedulers[crawler] = scheduler
+
+
+def lookup(crawler: Crawler) -> FrontierScheduler | None:
+    return _schedulers.get(crawler)
+
+
+def report_failure(crawler: Crawler, request: object, reason: str) -> None:
+    """Errbacks call this: the request failed for good and is recorded with ``reason``."""
+    scheduler = lookup(crawler)
+    frontier_id = getattr(request, "meta", {}).get(FRONTIER_ID)
+    if scheduler is not None and frontier_id is not None:
+        scheduler.outcomes.failed(frontier_id, reason)

@@ -1,0 +1,323 @@
+"""recordhound's Scrapy scheduler: lease → hand to the engine → ack once the work is stored.
+
+``next_request`` leases a batch of requests for this node (owner + expiry) and hands them out
+one by one. ``enqueue_request`` buffers new requests; the buffer is written (seen-set and
+queue in one atomic step) before any ack that depends on it. ``Outcomes`` tells when a
+handed-out request is done or failed. A tick renews this node's leases, returns expired leases
+of dead nodes, and writes what is buffered. When the backend is unreachable, the engine is
+paused and the tick retries with backoff; nothing buffered is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, Spider, signals
+from twisted.internet import task
+
+from recordhound.config import FrontierConfig
+from recordhound.errors import record_error
+from recordhound.frontier import registry, serialize
+from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend
+from recordhound.frontier.factory import make_backend
+from recordhound.frontier.nodes import claim_node_id, others_alive, this_process
+from recordhound.frontier.outcomes import Outcomes
+from recordhound.frontier.registry import FRONTIER_ID
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from recordhound.frontier.dupefilter import FrontierDupeFilter
+
+logger = logging.getLogger(__name__)
+COUNTS_TTL_SECONDS = 0.5
+RECLAIM_EVERY_SECONDS = 5.0
+STAT = "recordhound/frontier/"
+
+
+class FrontierScheduler:
+    def __init__(self, crawler: Crawler, config: FrontierConfig, dupefilter: FrontierDupeFilter) -> None:
+        self.crawler, self.config, self.df = crawler, config, dupefilter
+        self.stats = crawler.stats
+        self.backend: FrontierBackend | None = None
+        self.spider: Spider | None = None
+        self.node, self.token = "", ""
+        self.outcomes = Outcomes(self._acked, self._failed)
+        self._leased: deque[Request] = deque()
+        self._entries: list[Entry] = []
+        self._entry_fps: set[bytes] = set()
+        self._acks: list[int] = []
+        self._failures: list[Failure] = []
+        self._counts: tuple[float, Counts] | None = None
+        self._tick: task.LoopingCall | None = None
+        self._last_renew = self._last_reclaim = 0.0
+        self._down_since: float | None = None
+        self._retries = 0
+        self._retry_at = 0.0
+        self._starved = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
+        from scrapy.utils.misc import build_from_crawler, load_object
+
+        dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
+        scheduler = cls(crawler, FrontierConfig.from_settings(crawler.settings), dupefilter)
+        for handler, signal in ((scheduler._response_received, signals.response_received),
+                                (scheduler._item_settled, signals.item_scraped),
+                                (scheduler._item_settled, signals.item_dropped),
+                                (scheduler._item_error, signals.item_error)):
+            crawler.signals.connect(handler, signal=signal)
+        return scheduler
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        profile = getattr(spider, "profile", None)
+        crawl = self.config.crawl_id or (profile.name if profile is not None else spider.name)
+        self.backend = make_backend(self.config, crawl)
+        self.backend.open()
+        self.df.backend = self.backend
+        self._begin(crawl)
+        registry.register(self.crawler, self)
+        self._tick = task.LoopingCall(self._on_tick)
+        self._tick.start(self.config.flush_seconds, now=False)
+
+    def _begin(self, crawl: str) -> None:
+        assert self.backend is not None
+        counts = self.backend.counts()
+        never_ran = counts.seen + counts.queued + counts.leased_total + counts.done + counts.failed == 0
+        if counts.status == "completed" or (never_ran and counts.status != "new"):
+            if not others_alive(self.backend, self.config.lease_seconds):
+                # completed: a new crawl; never ran: killed before its start requests were written
+                logger.info("Crawl %r was %s; starting it anew", crawl,
+                            "completed" if counts.status == "completed" else "never started")
+                self.backend.reset()
+        self.node, self.token = claim_node_id(self.backend, self.config.node_id, self.config.lease_seconds)
+        reclaimed = self.backend.reclaim_node(self.node) + self.backend.reclaim_expired()
+        self.backend.set_status("running")
+        counts = self.backend.counts()
+        logger.info(
+            "Frontier %s (%s) for crawl %r, node %s: %d queued, %d leased, %d done, %d failed, "
+            "%d seen; %d leases returned to the queue", type(self.backend).__name__,
+            self._where(), crawl, self.node, counts.queued, counts.leased_total, counts.done,
+            counts.failed, counts.seen, reclaimed)
+        self._inc("reclaimed", reclaimed)
+
+    def _where(self) -> str:
+        backend = self.backend
+        return getattr(backend, "path", None) or f"{getattr(backend, 'prefix', '')}:*"
+
+    def close(self, reason: str) -> None:
+        if self._tick is not None and self._tick.running:
+            self._tick.stop()
+        if self.backend is None:
+            return
+        try:
+            self._flush()
+            unstarted = [r.meta[FRONTIER_ID] for r in self._leased] + self.outcomes.forget()
+            self._leased.clear()
+            self.backend.release(unstarted)
+            self._inc("released", len(unstarted))
+            counts = self.backend.counts()
+            if reason == "finished" and counts.drained:
+                self.backend.set_status("completed")
+            self.backend.leave(self.node, self.token)
+            logger.info("Frontier closed (%s): %d unstarted leases returned; %d queued, %d done, %d failed",
+                        reason, len(unstarted), counts.queued, counts.done, counts.failed)
+        finally:
+            self.backend.close()
+
+    # --- the Scrapy scheduler interface -----------------------------------------------
+
+    def __len__(self) -> int:
+        counts = self._current_counts()
+        return len(self._leased) + (counts.queued if counts else 0)
+
+    def has_pending_requests(self) -> bool:
+        if self._leased or self._down_since is not None:
+            return True
+        if not self._flush_safely():
+            return True
+        counts = self._current_counts()
+        return counts is None or not counts.drained
+
+    def enqueue_request(self, request: Request) -> bool:
+        assert self.spider is not None
+        try:
+            payload = serialize.dumps(request, self.spider)
+        except serialize.UnserializableRequest as exc:
+            self._inc("unserializable")
+            record_error(self.crawler, "unserializable_request", request.url, str(exc))
+            return False
+        fingerprint = None if request.dont_filter else self.df.fingerprint(request)
+        if fingerprint is not None:
+            if fingerprint in self._entry_fps:
+                self._inc("duplicates")
+                return False
+            self._entry_fps.add(fingerprint)
+        self._entries.append(Entry(fingerprint, request.priority, payload))
+        self.stats.inc_value("scheduler/enqueued")  # type: ignore[union-attr]
+        parent = request.meta.get(FRONTIER_ID)
+        if parent is not None and self.outcomes.is_downloading(parent):
+            self.outcomes.replaced(parent)  # a retry or redirect now stands for it
+        if len(self._entries) >= self.config.push_batch:
+            self._flush_safely()
+        return True
+
+    def next_request(self) -> Request | None:
+        if not self._leased and self._down_since is None:
+            self._lease_more()
+        if not self._leased:
+            self._starved = True
+            return None
+        self._starved = False
+        request = self._leased.popleft()
+        self.outcomes.handed_out(request.meta[FRONTIER_ID])
+        self.stats.inc_value("scheduler/dequeued")  # type: ignore[union-attr]
+        return request
+
+    def claim_start(self) -> bool:
+        assert self.backend is not None
+        return self.backend.claim_start()
+
+    # --- leasing ----------------------------------------------------------------------
+
+    def _lease_more(self) -> None:
+        assert self.backend is not None and self.spider is not None
+        try:
+            leased = self.backend.lease(self.node, self.config.lease_batch, self.config.lease_seconds)
+        except Exception as exc:  # the backend's client raises its own error types
+            self._went_down(exc)
+            return
+        self._inc("leased", len(leased))
+        for entry in leased:
+            if entry.attempts > self.config.max_attempts:
+                self._failed(entry.id, f"leased {entry.attempts - 1} times without an outcome")
+                continue
+            try:
+                request = serialize.loads(entry.payload, self.spider)
+            except Exception as exc:  # a payload this code can no longer load
+                self._failed(entry.id, f"cannot load stored request: {type(exc).__name__}: {exc}")
+                continue
+            request.meta[FRONTIER_ID] = entry.id
+            self._leased.append(request)
+
+    # --- outcomes ---------------------------------------------------------------------
+
+    def _acked(self, frontier_id: int) -> None:
+        self._acks.append(frontier_id)
+
+    def _failed(self, frontier_id: int, reason: str) -> None:
+        self._failures.append(Failure(frontier_id, reason))
+
+    def _response_received(self, response: Any, request: Request) -> None:
+        frontier_id = request.meta.get(FRONTIER_ID)
+        if frontier_id is not None:
+            self.outcomes.response_received(frontier_id)
+
+    def _item_settled(self, item: Any, response: Any, **kwargs: Any) -> None:
+        frontier_id = getattr(response, "meta", {}).get(FRONTIER_ID) if hasattr(response, "request") else None
+        if frontier_id is not None:
+            self.outcomes.item_settled(frontier_id)
+
+    def _item_error(self, item: Any, response: Any, failure: Any, **kwargs: Any) -> None:
+        frontier_id = getattr(response, "meta", {}).get(FRONTIER_ID) if hasattr(response, "request") else None
+        if frontier_id is not None:
+            self.outcomes.item_settled(frontier_id, f"item pipeline error: {failure.getErrorMessage()}")
+
+    # --- writing and the tick ---------------------------------------------------------
+
+    def _flush(self) -> None:
+        if not (self._entries or self._acks or self._failures):
+            return
+        assert self.backend is not None
+        entries, acks, failures = self._entries, self._acks, self._failures
+        queued = self.backend.commit(entries, acks, failures)
+        self._entries, self._entry_fps, self._acks, self._failures = [], set(), [], []
+        self._counts = None
+        self._inc("queued", queued)
+        self._inc("duplicates", len(entries) - queued)
+        self._inc("acked", len(acks))
+        self._inc("failed", len(failures))
+
+    def _flush_safely(self) -> bool:
+        try:
+            self._flush()
+        except Exception as exc:  # the backend's client raises its own error types
+            self._went_down(exc)
+            return False
+        return True
+
+    def _current_counts(self) -> Counts | None:
+        now = time.monotonic()
+        if self._counts is None or now - self._counts[0] > COUNTS_TTL_SECONDS:
+            try:
+                assert self.backend is not None
+                self._counts = (now, self.backend.counts())
+            except Exception as exc:  # the backend's client raises its own error types
+                self._went_down(exc)
+                return None
+        return self._counts[1]
+
+    def _on_tick(self) -> None:
+        now = time.monotonic()
+        if self._down_since is not None and now < self._retry_at:
+            return
+        try:
+            self._maintain(now)
+        except Exception as exc:  # the backend's client raises its own error types
+            self._went_down(exc)
+            return
+        if self._down_since is not None:
+            logger.warning("Frontier backend is reachable again after %.1f s; resuming",
+                           now - self._down_since)
+            self._down_since = None
+            self._retries = 0
+            self.crawler.engine.unpause()  # type: ignore[union-attr]
+        if self._starved and (counts := self._current_counts()) is not None and counts.queued:
+            _wake_engine(self.crawler)
+
+    def _maintain(self, now: float) -> None:
+        assert self.backend is not None
+        self._flush()
+        if now - self._last_renew >= self.config.lease_seconds / 4:
+            self.backend.renew(self.node, self.config.lease_seconds)
+            if not self.backend.heartbeat(self.node, self.token):
+                self.backend.claim_node(self.node, this_process(self.token), None)
+            self._last_renew = now
+        if now - self._last_reclaim >= RECLAIM_EVERY_SECONDS:
+            self._inc("reclaimed", self.backend.reclaim_expired())
+            self._last_reclaim = now
+
+    def _went_down(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+            logger.error("Frontier backend failed (%s: %s); pausing the crawl and retrying",
+                         type(exc).__name__, exc)
+            if self.crawler.engine is not None:
+                self.crawler.engine.pause()
+        self._inc("backend_errors")
+        self._retries += 1
+        backoff = min(self.config.retry_max_seconds, 0.25 * 2 ** min(10, self._retries))
+        self._retry_at = now + backoff
+        logger.warning("Frontier backend still unreachable (%s); next try in %.1f s", exc, backoff)
+
+    def _inc(self, name: str, count: int = 1) -> None:
+        if count and self.stats is not None:
+            self.stats.inc_value(STAT + name, count)
+
+
+def _wake_engine(crawler: Crawler) -> None:
+    """Ask the engine for requests now instead of at its next 5-second heartbeat.
+
+    Uses the engine's slot (Scrapy internals); without it the heartbeat still gets there.
+    """
+    slot = getattr(crawler.engine, "_slot", None)
+    nextcall = getattr(slot, "nextcall", None)
+    if nextcall is not None:
+        nextcall.schedule()

@@ -1,0 +1,189 @@
+"""Embedded frontier: one SQLite file (WAL) per crawl, under JOBDIR or a per-source folder.
+
+Tables: ``queue`` (queued rows have owner NULL; leased rows name their node and expiry),
+``seen`` (8-byte fingerprints, WITHOUT ROWID), ``failed``, ``counters``, ``nodes``.
+Several processes on one machine may share the file; SQLite's write lock serializes them.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from recordhound.exceptions import RecordhoundError
+from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Leased, NodeInfo
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, priority INTEGER NOT NULL, payload TEXT NOT NULL,
+    owner TEXT, expires REAL, attempts INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS queue_ready ON queue(priority DESC, id) WHERE owner IS NULL;
+CREATE INDEX IF NOT EXISTS queue_leased ON queue(owner, expires) WHERE owner IS NOT NULL;
+CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS failed (id INTEGER PRIMARY KEY, payload TEXT, reason TEXT, at REAL);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, host TEXT, pid INTEGER, token TEXT, heartbeat REAL);
+CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+"""
+
+
+class SqliteFrontier(FrontierBackend):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    def open(self) -> None:
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise RecordhoundError(f"cannot open the frontier file {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        assert self._db is not None, "frontier is not open"
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def now(self) -> float:
+        return time.time()
+
+    def _add(self, db: sqlite3.Connection, name: str, delta: int) -> None:
+        if delta:
+            db.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
+                       (name, delta, delta))
+
+    def commit(self, entries: list[Entry], acks: list[int], failures: list[Failure]) -> int:
+        queued = seen = 0
+        with self._tx() as db:
+            for entry in entries:
+                if entry.fingerprint is not None:
+                    if not db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (entry.fingerprint,)).rowcount:
+                        continue
+                    seen += 1
+                db.execute("INSERT INTO queue (priority, payload) VALUES (?, ?)", (entry.priority, entry.payload))
+                queued += 1
+            self._add(db, "seen", seen)
+            self._add(db, "queued", queued)
+            done = sum(db.execute("DELETE FROM queue WHERE id = ? AND owner IS NOT NULL", (i,)).rowcount
+                       for i in acks)
+            self._add(db, "done", done)
+            self._fail(db, failures)
+        return queued
+
+    def _fail(self, db: sqlite3.Connection, failures: list[Failure]) -> None:
+        failed = 0
+        for failure in failures:
+            row = db.execute("DELETE FROM queue WHERE id = ? AND owner IS NOT NULL RETURNING payload",
+                             (failure.id,)).fetchone()
+            if row:
+                db.execute("INSERT INTO failed VALUES (?, ?, ?, ?)", (failure.id, row[0], failure.reason, self.now()))
+                failed += 1
+        self._add(db, "failed", failed)
+
+    def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
+        with self._tx() as db:
+            rows = db.execute(
+                "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1 WHERE id IN ("
+                " SELECT id FROM queue WHERE owner IS NULL ORDER BY priority DESC, id LIMIT ?)"
+                " RETURNING id, payload, attempts, priority",
+                (node, self.now() + lease_seconds, count)).fetchall()
+            self._add(db, "queued", -len(rows))
+        rows.sort(key=lambda r: (-r[3], r[0]))
+        return [Leased(r[0], r[1], r[2]) for r in rows]
+
+    def _requeue(self, where: str, params: tuple[object, ...]) -> int:
+        with self._tx() as db:
+            moved = db.execute(f"UPDATE queue SET owner = NULL, expires = NULL WHERE owner IS NOT NULL AND {where}",
+                               params).rowcount
+            self._add(db, "queued", moved)
+        return moved
+
+    def release(self, ids: list[int]) -> None:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            self._requeue(f"id IN ({','.join('?' * len(chunk))})", tuple(chunk))
+
+    def renew(self, node: str, lease_seconds: float) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE queue SET expires = ? WHERE owner = ?", (self.now() + lease_seconds, node))
+
+    def reclaim_expired(self) -> int:
+        return self._requeue("expires < ?", (self.now(),))
+
+    def reclaim_node(self, node: str) -> int:
+        return self._requeue("owner = ?", (node,))
+
+    def is_seen(self, fingerprint: bytes) -> bool:
+        assert self._db is not None
+        return self._db.execute("SELECT 1 FROM seen WHERE fp = ?", (fingerprint,)).fetchone() is not None
+
+    def counts(self) -> Counts:
+        assert self._db is not None
+        counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
+        leased = dict(self._db.execute(
+            "SELECT owner, count(*) FROM queue WHERE owner IS NOT NULL GROUP BY owner").fetchall())
+        return Counts(queued=counters.get("queued", 0), leased=leased, done=counters.get("done", 0),
+                      failed=counters.get("failed", 0), seen=counters.get("seen", 0),
+                      status=self._state("status") or "new")
+
+    def failures(self, limit: int = 100) -> list[tuple[str, str]]:
+        assert self._db is not None
+        return self._db.execute("SELECT payload, reason FROM failed ORDER BY at DESC LIMIT ?", (limit,)).fetchall()
+
+    def _state(self, key: str) -> str | None:
+        assert self._db is not None
+        row = self._db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def claim_start(self) -> bool:
+        with self._tx() as db:
+            return db.execute("INSERT OR IGNORE INTO state VALUES ('started', ?)", (str(self.now()),)).rowcount == 1
+
+    def set_status(self, status: str) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO state VALUES ('status', ?)", (status,))
+
+    def nodes(self) -> dict[str, NodeInfo]:
+        assert self._db is not None
+        rows = self._db.execute("SELECT node, host, pid, token, heartbeat FROM nodes").fetchall()
+        return {r[0]: NodeInfo(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def claim_node(self, node: str, info: NodeInfo, replace_token: str | None) -> bool:
+        with self._tx() as db:
+            row = db.execute("SELECT token FROM nodes WHERE node = ?", (node,)).fetchone()
+            if row is not None and row[0] != replace_token:
+                return False
+            db.execute("INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)",
+                       (node, info.host, info.pid, info.token, self.now()))
+            return True
+
+    def heartbeat(self, node: str, token: str) -> bool:
+        with self._tx() as db:
+            return db.execute("UPDATE nodes SET heartbeat = ? WHERE node = ? AND token = ?",
+                              (self.now(), node, token)).rowcount == 1
+
+    def leave(self, node: str, token: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM nodes WHERE node = ? AND token = ?", (node, token))
+
+    def reset(self) -> None:
+        with self._tx() as db:
+            for table in ("queue", "seen", "failed", "counters", "nodes", "state"):
+                db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
