@@ -67,6 +67,7 @@ class StoreConfig:
     last_seen_resolution_seconds: int
     errors_kept: int
     writer: str  # "process" or "thread"
+    retry_max_seconds: float
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
@@ -86,6 +87,7 @@ class StoreConfig:
             ),
             errors_kept=_positive_int(settings, "RECORDHOUND_SOURCE_ERRORS_KEPT"),
             writer=_choice(settings, "RECORDHOUND_STORE_WRITER", ("process", "thread")),
+            retry_max_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
         )
 
 

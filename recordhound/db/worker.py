@@ -6,19 +6,33 @@ GIL: in a thread it slowed Scrapy's own parsing measurably (``bench/crawl_store.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from datetime import timedelta
 
 from recordhound.db.engine import make_engine
 from recordhound.db.store import BatchResult, CatalogWriter
 from recordhound.items import Release
 
+PARENT_CHECK_SECONDS = 0.5
 _writer: CatalogWriter | None = None
 
 
-def init(database_url: str, last_seen_resolution_seconds: int) -> None:
-    """Executor initializer: one engine per writer process."""
+def init(database_url: str, last_seen_resolution_seconds: int, parent_pid: int | None = None) -> None:
+    """Executor initializer: one engine per writer; a writer process exits with its crawler."""
     global _writer
     _writer = CatalogWriter(make_engine(database_url), timedelta(seconds=last_seen_resolution_seconds))
+    if parent_pid is not None:
+        threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
+                         name="recordhound-parent-watch").start()
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """A crawler killed with SIGKILL cannot stop its writer: the writer notices and exits."""
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(0)  # its batch was not acked; the crawl re-fetches those pages
 
 
 def write(source_id: int, items: list[Release]) -> BatchResult:

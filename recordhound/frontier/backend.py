@@ -93,6 +93,10 @@ class FrontierBackend(ABC):
         """Extend every lease ``node`` holds."""
 
     @abstractmethod
+    def leased_ids(self, node: str) -> list[int]:
+        """Ids ``node`` holds (to find leases whose reply was lost to a network error)."""
+
+    @abstractmethod
     def reclaim_expired(self) -> int:
         """Return expired leases (of any node) to the queue; returns how many."""
 

@@ -101,6 +101,9 @@ class RedisFrontier(FrontierBackend):
     def renew(self, node: str, lease_seconds: float) -> None:
         self._scripts["RENEW"](keys=self._k("expiry"), args=[f"{self.prefix}:leases:", node, lease_seconds])
 
+    def leased_ids(self, node: str) -> list[int]:
+        return [int(i) for i in self.r.smembers(f"{self.prefix}:leases:{node}")]
+
     def reclaim_expired(self) -> int:
         return self._requeue("expired", "")
 

@@ -275,6 +275,7 @@ class FrontierScheduler:
         if self._down_since is not None:
             logger.warning("Frontier backend is reachable again after %.1f s; resuming",
                            now - self._down_since)
+            self._release_lost_leases()
             self._down_since = None
             self._retries = 0
             self.crawler.engine.unpause()  # type: ignore[union-attr]
@@ -292,6 +293,16 @@ class FrontierScheduler:
         if now - self._last_reclaim >= RECLAIM_EVERY_SECONDS:
             self._inc("reclaimed", self.backend.reclaim_expired())
             self._last_reclaim = now
+
+    def _release_lost_leases(self) -> None:
+        """A lease whose reply was lost with the connection is held by us but known to nobody."""
+        assert self.backend is not None
+        known = {r.meta[FRONTIER_ID] for r in self._leased} | set(self.outcomes.ids())
+        lost = [i for i in self.backend.leased_ids(self.node) if i not in known]
+        if lost:
+            self.backend.release(lost)
+            logger.warning("Returned %d leases whose reply was lost during the outage", len(lost))
+            self._inc("released", len(lost))
 
     def _went_down(self, exc: Exception) -> None:
         now = time.monotonic()

@@ -124,6 +124,10 @@ class SqliteFrontier(FrontierBackend):
         with self._tx() as db:
             db.execute("UPDATE queue SET expires = ? WHERE owner = ?", (self.now() + lease_seconds, node))
 
+    def leased_ids(self, node: str) -> list[int]:
+        assert self._db is not None
+        return [row[0] for row in self._db.execute("SELECT id FROM queue WHERE owner = ?", (node,))]
+
     def reclaim_expired(self) -> int:
         return self._requeue("expires < ?", (self.now(),))
 

@@ -17,10 +17,15 @@ R = TypeVar("R")
 
 
 class Batcher(Generic[T, R]):
+    """``is_transient(exc)`` says whether a failed write should be retried (the database is
+    down) rather than failed; while retrying, ``pause``/``resume`` stop and restart the crawl."""
+
     def __init__(self, write: Callable[[list[T]], Awaitable[R]], size: int, flush_seconds: float,
-                 on_written: Callable[[R], None]) -> None:
+                 on_written: Callable[[R], None], is_transient: Callable[[Exception], bool],
+                 pause: Callable[[], None], resume: Callable[[], None], retry_max_seconds: float) -> None:
         self._write, self._size, self._flush_seconds = write, size, flush_seconds
-        self._on_written = on_written
+        self._on_written, self._is_transient = on_written, is_transient
+        self._pause, self._resume, self._retry_max = pause, resume, retry_max_seconds
         self._pending: list[tuple[T, asyncio.Future[None]]] = []
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
@@ -41,7 +46,7 @@ class Batcher(Generic[T, R]):
             if not batch:
                 return
             try:
-                result = await self._write([item for item, _ in batch])
+                result = await self._write_until_stored([item for item, _ in batch])
             except Exception as exc:  # the database's errors are many; each item gets it
                 for _, future in batch:
                     future.set_exception(exc)
@@ -49,6 +54,28 @@ class Batcher(Generic[T, R]):
             self._on_written(result)
             for _, future in batch:
                 future.set_result(None)
+
+    async def _write_until_stored(self, items: list[T]) -> R:
+        """Retry a transient failure with backoff, the crawl paused, until the batch is stored."""
+        attempt = 0
+        while True:
+            try:
+                result = await self._write(items)
+            except Exception as exc:
+                if not self._is_transient(exc):
+                    raise
+                attempt += 1
+                delay = min(self._retry_max, 0.25 * 2 ** min(attempt, 10))
+                if attempt == 1:
+                    self._pause()
+                logger.warning("Could not store %d items (%s: %s); crawl paused, retry %d in %.1f s",
+                               len(items), type(exc).__name__, exc, attempt, delay)
+                await asyncio.sleep(delay)
+                continue
+            if attempt:
+                logger.warning("Stored %d items after %d retries; crawl resumed", len(items), attempt)
+                self._resume()
+            return result
 
     async def _tick(self) -> None:
         while True:

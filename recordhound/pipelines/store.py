@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 import time
 from collections import Counter, deque
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 from recordhound import signals
 from recordhound.config import StoreConfig
@@ -61,7 +63,11 @@ class StorePipeline:
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
             "status": "in_progress", "started_at": _now(), "error_message": None})
         self.executor = _writer_executor(self.config)
-        self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds, self._written)
+        engine = self.crawler.engine
+        assert engine is not None
+        self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
+                               self._written, _transient, engine.pause, engine.unpause,
+                               self.config.retry_max_seconds)
         self.batcher.start()
         logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())
 
@@ -80,7 +86,12 @@ class StorePipeline:
     async def _write(self, items: list[Release]) -> BatchResult:
         assert self.executor is not None
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, worker.write, self.source_id, items)
+        try:
+            return await loop.run_in_executor(self.executor, worker.write, self.source_id, items)
+        except BrokenExecutor:
+            logger.error("The database writer process died; starting a new one")
+            self.executor = _writer_executor(self.config)
+            raise
 
     def _written(self, result: BatchResult) -> None:
         self.counts.update(result.counts)
@@ -116,6 +127,13 @@ class StorePipeline:
         self.engine.dispose()
 
 
+def _transient(exc: Exception) -> bool:
+    """Errors that mean "the database is not there right now", not "this data is wrong"."""
+    if isinstance(exc, BrokenExecutor | DisconnectionError | InterfaceError):
+        return True
+    return isinstance(exc, OperationalError) or bool(getattr(exc, "connection_invalidated", False))
+
+
 def _writer_executor(config: StoreConfig) -> Executor:
     """One writer, in a child process (default) or a thread (RECORDHOUND_STORE_WRITER)."""
     args = (config.database_url, config.last_seen_resolution_seconds)
@@ -123,7 +141,8 @@ def _writer_executor(config: StoreConfig) -> Executor:
         return ThreadPoolExecutor(1, thread_name_prefix="recordhound-store",
                                   initializer=worker.init, initargs=args)
     context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(1, mp_context=context, initializer=worker.init, initargs=args)
+    return ProcessPoolExecutor(1, mp_context=context, initializer=worker.init,
+                               initargs=(*args, os.getpid()))
 
 
 def _now() -> str:

@@ -102,3 +102,12 @@ def test_reset_forgets_the_crawl(backend: FrontierBackend) -> None:
     counts = backend.counts()
     assert (counts.queued, counts.seen, counts.status) == (0, 0, "new")
     assert backend.commit([entry("a")], [], []) == 1
+
+
+def test_leased_ids_by_node(backend: FrontierBackend) -> None:
+    backend.commit([entry(u) for u in "abc"], [], [])
+    mine = backend.lease("n1", 2, 60)
+    backend.lease("n2", 1, 60)
+    assert sorted(backend.leased_ids("n1")) == sorted(x.id for x in mine)
+    backend.commit([], [mine[0].id], [])
+    assert backend.leased_ids("n1") == [mine[1].id]

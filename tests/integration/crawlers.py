@@ -1,0 +1,113 @@
+"""Crawler processes for the frontier tests: started, signalled and reaped by PID."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from recordhound.frontier.backend import Counts, FrontierBackend
+from recordhound.frontier.redis import RedisFrontier
+from recordhound.frontier.sqlite import SqliteFrontier
+
+
+class CrawlSetup:
+    """One crawl's environment: the shop, the product DB, and embedded or Redis frontier."""
+
+    def __init__(self, workdir: Path, shop_url: str, database_url: str, redis_url: str = "") -> None:
+        self.workdir, self.shop_url, self.database_url = workdir, shop_url, database_url
+        self.redis_url = redis_url
+        self.prefix = f"rhtest-{uuid.uuid4().hex[:10]}"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url,
+                "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
+
+    def start(self, *settings: str, name: str = "crawl") -> Crawler:
+        stats = self.workdir / f"{name}-{uuid.uuid4().hex[:6]}.json"
+        log = open(self.workdir / f"{name}.log", "a")  # noqa: SIM115 - closed by Crawler.wait
+        args = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", "source=demo",
+                "-a", f"base_url={self.shop_url}", "-s", f"RECORDHOUND_STATS_FILE={stats}",
+                "-s", "LOG_LEVEL=INFO", "-s", "RECORDHOUND_SUMMARY_ENABLED=false",
+                "-s", f"RECORDHOUND_REDIS_PREFIX={self.prefix}"]
+        for setting in settings:
+            args += ["-s", setting]
+        process = subprocess.Popen(args, cwd=self.workdir, env=self.env(), stdout=log, stderr=log)
+        return Crawler(process, stats, log)
+
+    def backend(self) -> FrontierBackend:
+        if self.redis_url:
+            backend: FrontierBackend = RedisFrontier(self.redis_url, f"{self.prefix}:demo")
+        else:
+            backend = SqliteFrontier(str(self.workdir / ".recordhound" / "frontier" / "demo.sqlite3"))
+        backend.open()
+        return backend
+
+    def counts(self) -> Counts:
+        backend = self.backend()
+        try:
+            return backend.counts()
+        finally:
+            backend.close()
+
+    def cleanup(self) -> None:
+        if self.redis_url:
+            backend = self.backend()
+            backend.reset()
+            backend.close()
+
+
+class Crawler:
+    def __init__(self, process: subprocess.Popen[bytes], stats: Path, log: Any) -> None:
+        self.process, self.stats_path, self.log = process, stats, log
+
+    def children(self) -> list[int]:
+        found = subprocess.run(["pgrep", "-P", str(self.process.pid)], capture_output=True, text=True)
+        return [int(pid) for pid in found.stdout.split()]
+
+    def kill(self) -> list[int]:
+        """SIGKILL the crawler; returns its children that are still alive 10 s later."""
+        children = self.children()
+        self.process.send_signal(signal.SIGKILL)
+        self.wait(30)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{c}") for c in children):
+            time.sleep(0.2)
+        return [c for c in children if os.path.exists(f"/proc/{c}")]
+
+    def signal(self, signum: int) -> None:
+        self.process.send_signal(signum)
+
+    def wait(self, timeout: float = 300) -> int:
+        try:
+            return self.process.wait(timeout=timeout)
+        finally:
+            if self.process.poll() is not None:
+                self.log.close()
+
+    def stats(self) -> dict[str, Any]:
+        if not self.stats_path.exists():
+            return {}
+        return json.loads(self.stats_path.read_text())["stats"]  # type: ignore[no-any-return]
+
+    def ensure_stopped(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+        self.log.close()
+
+
+def wait_for_hits(shop: Any, at_least: int, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        total = shop.get_json("/_stats.json")["total"]
+        if total >= at_least:
+            return int(total)
+        time.sleep(0.05)
+    raise AssertionError(f"the crawl did not reach {at_least} requests in {timeout} s")

@@ -1,0 +1,133 @@
+"""kill -9 at random moments, SIGTERM, several nodes, Redis restarted: nothing is lost."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recordhound.demo.process import ShopProcess
+from tests.integration.crawlers import CrawlSetup, wait_for_hits
+from tests.integration.dbcheck import ProductDb
+from tests.services import PostgresDatabase, redis_url
+
+RELEASES = 2000
+
+
+@pytest.fixture(scope="module")
+def shop() -> Iterator[ShopProcess]:
+    with ShopProcess(RELEASES, seed=21) as running:
+        yield running
+
+
+@pytest.fixture
+def product_db() -> Iterator[str]:
+    with PostgresDatabase() as database:
+        yield database.url
+
+
+def _setup(kind: str, tmp_path: Path, shop: ShopProcess, database_url: str) -> CrawlSetup:
+    return CrawlSetup(tmp_path, shop.url, database_url, redis_url() if kind == "redis" else "")
+
+
+def _page_hits(shop: ShopProcess, before: dict[str, int]) -> dict[str, int]:
+    """Requests per page since ``before`` (the module's shop serves several tests)."""
+    now = shop.hits()
+    return {path: now[path] - before.get(path, 0) for path in now
+            if not path.startswith("/_") and now[path] > before.get(path, 0)}
+
+
+def _assert_complete(shop: ShopProcess, hits: dict[str, int], database_url: str) -> None:
+    truth = shop.truth()
+    missing = [o["path"] for o in truth["offers"] if hits.get(o["path"], 0) < 1]
+    assert not missing, f"{len(missing)} product pages never fetched, e.g. {missing[:3]}"
+    db = ProductDb(database_url)
+    counts = db.counts()
+    assert (counts["releases"], counts["offers"]) == (truth["counts"]["releases"], truth["counts"]["offers"])
+    assert db.scalar("SELECT count(DISTINCT external_id) FROM offers") == truth["counts"]["offers"]
+    db.close()
+
+
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_kill_9_at_random_moments_then_resume_loses_nothing(
+    kind: str, tmp_path: Path, shop: ShopProcess, product_db: str
+) -> None:
+    setup = _setup(kind, tmp_path, shop, product_db)
+    rng = random.Random()
+    seed = rng.randrange(1 << 30)
+    rng.seed(seed)
+    before, in_flight, kills = shop.hits(), 0, []
+    try:
+        for _ in range(5):
+            crawler = setup.start(name="killed")
+            moment = rng.uniform(0.5, 4.0)  # from process start: some during start-up
+            time.sleep(moment)
+            survivors = crawler.kill()
+            assert not survivors, f"the crawler's children outlived it: {survivors}"
+            counts = setup.counts()
+            in_flight += counts.leased_total
+            kills.append((round(moment, 2), counts.leased_total, counts.done))
+        final = setup.start(name="final")
+        assert final.wait() == 0, (tmp_path / "final.log").read_text()[-3000:]
+        hits = _page_hits(shop, before)
+        _assert_complete(shop, hits, product_db)
+        fetched_twice = sum(n - 1 for path, n in hits.items() if n > 1) - 1  # the 500-once page
+        assert fetched_twice <= in_flight, f"seed {seed}: kills {kills}"
+        counts = setup.counts()
+        assert counts.drained and counts.status == "completed"
+    finally:
+        setup.cleanup()
+
+
+def test_three_nodes_share_one_crawl_and_all_exit(tmp_path: Path, shop: ShopProcess, product_db: str) -> None:
+    setup = _setup("redis", tmp_path, shop, product_db)
+    before = shop.hits()
+    try:
+        nodes = [setup.start(name=f"node{i}") for i in range(3)]
+        codes = [node.wait(300) for node in nodes]
+        assert codes == [0, 0, 0], [(tmp_path / f"node{i}.log").read_text()[-2000:] for i in range(3)]
+        _assert_complete(shop, _page_hits(shop, before), product_db)
+        pages = [node.stats().get("response_received_count", 0) for node in nodes]
+        total = sum(pages)
+        assert all(p >= total * 0.1 for p in pages), f"pages per node: {pages}"
+        assert sum(node.stats().get("recordhound/store/offers_new", 0) for node in nodes) == \
+            shop.truth()["counts"]["offers"]
+        starts = [node.stats().get("recordhound/frontier/queued", 0) for node in nodes]
+        assert sum(starts) == setup.counts().done + setup.counts().failed  # every request queued once
+    finally:
+        setup.cleanup()
+
+
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_sigterm_finishes_in_flight_work_returns_leases_and_resumes(
+    kind: str, tmp_path: Path, shop: ShopProcess, product_db: str
+) -> None:
+    setup = _setup(kind, tmp_path, shop, product_db)
+    before = shop.hits()
+    try:
+        crawler = setup.start(name="stopped")
+        wait_for_hits(shop, sum(before.values()) + 400)
+        crawler.signal(signal.SIGTERM)
+        assert crawler.wait(120) == 0, (tmp_path / "stopped.log").read_text()[-3000:]
+        counts = setup.counts()
+        assert counts.leased == {} and counts.queued > 0, counts
+        assert crawler.stats()["finish_reason"] == "shutdown"
+        resumed = setup.start(name="resumed")
+        assert resumed.wait() == 0
+        hits = _page_hits(shop, before)
+        _assert_complete(shop, hits, product_db)
+        assert sum(n - 1 for n in hits.values() if n > 1) <= 1  # only the 500-once page: nothing redone
+    finally:
+        setup.cleanup()
+
+
+def test_redis_unreachable_at_start_is_a_clear_error(tmp_path: Path, shop: ShopProcess, product_db: str) -> None:
+    setup = CrawlSetup(tmp_path, shop.url, product_db, "redis://127.0.0.1:1/0")
+    crawler = setup.start(name="noredis")
+    assert crawler.wait(120) != 0
+    log = (tmp_path / "noredis.log").read_text()
+    assert "cannot reach Redis at REDIS_URL=redis://127.0.0.1:1/0" in log
