@@ -67,15 +67,87 @@ def db() -> None:
 @click.option("--revision", default="head", show_default=True)
 def db_upgrade(revision: str) -> None:
     """Create or migrate the product schema ($DATABASE_URL, else the SQLite file)."""
-    from scrapy.utils.project import get_project_settings
-
-    from recordhound.config import database_url
+    from recordhound.config import database_url, project_settings
     from recordhound.db.engine import make_engine
     from recordhound.db.migrate import current_revision, upgrade
 
-    engine = make_engine(database_url(get_project_settings()))
+    engine = make_engine(database_url(project_settings()))
     upgrade(engine, revision)
     click.echo(f"{engine.url.render_as_string()}: schema at revision {current_revision(engine)}")
+
+
+def _frontier_config():  # type: ignore[no-untyped-def]
+    from recordhound.config import FrontierConfig, project_settings
+
+    settings = project_settings()
+    for pair in click.get_current_context().find_root().meta.get("recordhound.settings", ()):
+        settings.set(*pair, priority="cmdline")
+    return FrontierConfig.from_settings(settings)
+
+
+def _setting(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        name, sep, setting = value.partition("=")
+        if not sep:
+            raise click.BadParameter(f"expected NAME=VALUE, got {value!r}")
+        pairs.append((name, setting))
+    return pairs
+
+
+@main.group()
+@click.option("-s", "--set", "settings", multiple=True, callback=_setting, metavar="NAME=VALUE",
+              help="override a setting, as with scrapy -s")
+@click.pass_context
+def frontier(ctx: click.Context, settings: list[tuple[str, str]]) -> None:
+    """The persistent frontier (embedded, or Redis when REDIS_URL is set)."""
+    ctx.find_root().meta["recordhound.settings"] = settings
+
+
+@frontier.command("status")
+@click.option("--source", "crawl", default=None, help="one crawl (default: every crawl found)")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def frontier_status(crawl: str | None, as_json: bool) -> None:
+    """Queued / leased (by node) / done / failed counts and the seen-set size."""
+    import json
+
+    from recordhound.frontier.status import known_crawls, status
+
+    config = _frontier_config()
+    crawls = [crawl] if crawl else known_crawls(config)
+    reports = [status(config, name) for name in crawls]
+    if as_json:
+        click.echo(json.dumps(reports, indent=1))
+        return
+    if not reports:
+        click.echo(f"no crawl state found ({config.backend} frontier)")
+    for report in reports:
+        click.echo(f"{report['crawl']} [{report['status']}, {config.backend}]: "
+                   f"{report['queued']} queued, {report['leased']} leased, {report['done']} done, "
+                   f"{report['failed']} failed, {report['seen']} seen")
+        for node, count in sorted(report["leased_by_node"].items()):
+            click.echo(f"  leased by {node}: {count}")
+        for node, info in sorted(report["nodes"].items()):
+            click.echo(f"  node {node}: pid {info['pid']} on {info['host']}, "
+                       f"heartbeat {info['heartbeat_age_seconds']} s ago")
+        for reason in report["recent_failures"]:
+            click.echo(f"  failed: {reason}")
+
+
+@frontier.command("reset")
+@click.option("--source", "crawl", required=True, help="the crawl to forget")
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+def frontier_reset(crawl: str, yes: bool) -> None:
+    """Forget one crawl's queue, leases and seen-set (the next crawl starts from scratch)."""
+    from recordhound.frontier.status import reset, status
+
+    config = _frontier_config()
+    report = status(config, crawl)
+    click.echo(f"{crawl}: {report['queued']} queued, {report['leased']} leased, {report['seen']} seen")
+    if not yes:
+        click.confirm(f"Reset the {config.backend} frontier of crawl {crawl!r}?", abort=True)
+    reset(config, crawl)
+    click.echo(f"{crawl}: frontier reset")
 
 
 @main.command("demo")

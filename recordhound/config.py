@@ -47,6 +47,16 @@ def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def project_settings() -> BaseSettings:
+    """Scrapy's project settings; recordhound's own when run outside a Scrapy project folder."""
+    from scrapy.utils.conf import closest_scrapy_cfg
+    from scrapy.utils.project import get_project_settings
+
+    if not closest_scrapy_cfg() and "SCRAPY_SETTINGS_MODULE" not in os.environ:
+        os.environ["SCRAPY_SETTINGS_MODULE"] = "recordhound.settings"
+    return get_project_settings()
+
+
 def database_url(settings: BaseSettings | None = None) -> str:
     """The product database: the setting, then $DATABASE_URL, then the SQLite file."""
     configured = settings.get("RECORDHOUND_DATABASE_URL") if settings else ""

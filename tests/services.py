@@ -33,24 +33,43 @@ def _admin() -> Engine:
 
 
 class PostgresDatabase:
-    """A database of its own for one test, dropped afterwards."""
+    """A database of its own for one test, dropped afterwards; with ``own_role`` it also
+    gets a login role of its own (so a test can lock that role out: "the database is down")."""
 
-    def __init__(self) -> None:
+    def __init__(self, own_role: bool = False) -> None:
         self.name = f"rh_test_{uuid.uuid4().hex[:12]}"
-        self.url = make_url(PG_ADMIN_URL).set(database=self.name).render_as_string(hide_password=False)
+        self.role = self.name if own_role else None
+        url = make_url(PG_ADMIN_URL).set(database=self.name)
+        if self.role:
+            url = url.set(username=self.role, password=None)
+        self.url = url.render_as_string(hide_password=False)
+
+    def admin(self, *statements: str) -> None:
+        engine = _admin()
+        with engine.connect() as conn:
+            for statement in statements:
+                conn.execute(text(statement))
+        engine.dispose()
 
     def __enter__(self) -> PostgresDatabase:
-        admin = _admin()
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{self.name}"'))
-        admin.dispose()
+        if self.role:
+            self.admin(f'CREATE ROLE "{self.role}" LOGIN', f'CREATE DATABASE "{self.name}" OWNER "{self.role}"')
+        else:
+            self.admin(f'CREATE DATABASE "{self.name}"')
         return self
 
+    def lock_out(self) -> None:
+        """The database goes away for this test's role: no new logins, open sessions killed."""
+        self.admin(f'ALTER ROLE "{self.role}" NOLOGIN',
+                   f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{self.role}'")
+
+    def let_in(self) -> None:
+        self.admin(f'ALTER ROLE "{self.role}" LOGIN')
+
     def __exit__(self, *exc: object) -> None:
-        admin = _admin()
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
-        admin.dispose()
+        self.admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        if self.role:
+            self.admin(f'DROP ROLE IF EXISTS "{self.role}"')
 
 
 @dataclass

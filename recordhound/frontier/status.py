@@ -1,0 +1,60 @@
+"""`recordhound frontier status|reset`: one crawl's frontier as the operators see it."""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Any
+
+from recordhound.config import FrontierConfig
+from recordhound.frontier.backend import FrontierBackend
+from recordhound.frontier.factory import make_backend
+
+
+def known_crawls(config: FrontierConfig) -> list[str]:
+    """Crawls with frontier state: files in the frontier folder, or Redis key prefixes."""
+    if config.redis_url:
+        import redis
+
+        client = redis.Redis.from_url(config.redis_url)
+        prefix = f"{config.redis_prefix}:"
+        names = {key.decode()[len(prefix):].rsplit(":", 1)[0]
+                 for key in client.scan_iter(match=f"{prefix}*:state", count=1000)}
+        client.close()
+        return sorted(names)
+    if "{crawl}" not in config.path_template:
+        return ["(JOBDIR)"] if os.path.exists(config.path_template) else []
+    pattern = config.path_template.replace("{crawl}", "*")
+    head, tail = config.path_template.split("{crawl}")
+    return sorted(path[len(head):len(path) - len(tail)] for path in glob.glob(pattern))
+
+
+def describe(backend: FrontierBackend, crawl: str) -> dict[str, Any]:
+    counts = backend.counts()
+    now = backend.now()
+    return {
+        "crawl": crawl, "status": counts.status, "queued": counts.queued,
+        "leased": counts.leased_total, "leased_by_node": counts.leased, "done": counts.done,
+        "failed": counts.failed, "seen": counts.seen,
+        "nodes": {node: {"host": i.host, "pid": i.pid, "heartbeat_age_seconds": round(now - i.heartbeat, 1)}
+                  for node, i in backend.nodes().items()},
+        "recent_failures": [reason for _, reason in backend.failures(5)],
+    }
+
+
+def status(config: FrontierConfig, crawl: str) -> dict[str, Any]:
+    backend = make_backend(config, crawl)
+    backend.open()
+    try:
+        return describe(backend, crawl)
+    finally:
+        backend.close()
+
+
+def reset(config: FrontierConfig, crawl: str) -> None:
+    backend = make_backend(config, crawl)
+    backend.open()
+    try:
+        backend.reset()
+    finally:
+        backend.close()

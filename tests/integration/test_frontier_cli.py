@@ -1,0 +1,54 @@
+"""`recordhound frontier status` and `reset` against real frontier state on both backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recordhound.frontier.backend import FrontierBackend
+from recordhound.frontier.redis import RedisFrontier
+from recordhound.frontier.sqlite import SqliteFrontier
+from tests.integration.test_frontier_contract import entry
+from tests.services import redis_url, unique_prefix
+
+
+def _cli(workdir: Path, env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "recordhound", "frontier", *args], cwd=workdir, input=stdin,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+
+
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_status_then_reset_after_confirmation(kind: str, tmp_path: Path) -> None:
+    env, extra = {"REDIS_URL": ""}, []
+    if kind == "embedded":
+        backend: FrontierBackend = SqliteFrontier(str(tmp_path / ".recordhound/frontier/demo.sqlite3"))
+    else:
+        prefix = unique_prefix()
+        env, extra = {"REDIS_URL": redis_url()}, ["-s", f"RECORDHOUND_REDIS_PREFIX={prefix}"]
+        backend = RedisFrontier(redis_url(), f"{prefix}:demo")
+    backend.open()
+    try:
+        backend.commit([entry(u) for u in "abcde"], [], [])
+        leased = backend.lease("vm-1", 2, 60)
+        backend.commit([], [leased[0].id], [])
+        backend.set_status("running")
+        shown = _cli(tmp_path, env, *extra, "status", "--json")
+        assert shown.returncode == 0, shown.stderr
+        (report,) = json.loads(shown.stdout)
+        assert (report["crawl"], report["queued"], report["leased_by_node"], report["done"], report["seen"]) == (
+            "demo", 3, {"vm-1": 1}, 1, 5)
+        text = _cli(tmp_path, env, *extra, "status", "--source", "demo").stdout
+        assert "3 queued, 1 leased, 1 done, 0 failed, 5 seen" in text and "leased by vm-1: 1" in text
+        refused = _cli(tmp_path, env, *extra, "reset", "--source", "demo", stdin="n\n")
+        assert refused.returncode != 0 and backend.counts().queued == 3
+        done = _cli(tmp_path, env, *extra, "reset", "--source", "demo", stdin="y\n")
+        assert done.returncode == 0, done.stderr
+        assert backend.counts().seen == 0 and backend.counts().queued == 0
+    finally:
+        backend.reset()
+        backend.close()
