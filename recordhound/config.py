@@ -127,6 +127,7 @@ class FrontierConfig:
     push_batch: int
     max_attempts: int
     retry_max_seconds: float
+    seen_cache: int
 
     @property
     def backend(self) -> str:
@@ -154,4 +155,5 @@ class FrontierConfig:
             push_batch=_positive_int(settings, "RECORDHOUND_FRONTIER_PUSH_BATCH"),
             max_attempts=_positive_int(settings, "RECORDHOUND_FRONTIER_MAX_ATTEMPTS"),
             retry_max_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
+            seen_cache=_positive_int(settings, "RECORDHOUND_FRONTIER_SEEN_CACHE"),
         )

@@ -66,6 +66,9 @@ RECORDHOUND_FRONTIER_FLUSH_SECONDS = 0.2
 RECORDHOUND_FRONTIER_PUSH_BATCH = 200
 # A request leased this many times without an outcome is recorded as failed (count).
 RECORDHOUND_FRONTIER_MAX_ATTEMPTS = 5
+# Fingerprints this process remembers as seen, to drop duplicates without a round trip (count;
+# 8 bytes each plus dict overhead, about 10 MB per 100,000).
+RECORDHOUND_FRONTIER_SEEN_CACHE = 100_000
 # Longest wait between retries while Redis or the database is unreachable (seconds).
 RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS = 30.0
 

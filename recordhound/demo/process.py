@@ -44,6 +44,10 @@ class ShopProcess:
     def hits(self) -> dict[str, int]:
         return self.get_json("/_stats.json")["requests"]  # type: ignore[no-any-return]
 
+    def pages_served(self) -> int:
+        """Requests served for shop pages (not counting the /_ control endpoints)."""
+        return sum(n for path, n in self.hits().items() if not path.startswith("/_"))
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)

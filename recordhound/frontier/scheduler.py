@@ -10,6 +10,7 @@ paused and the tick retries with backoff; nothing buffered is dropped.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import deque
@@ -49,6 +50,7 @@ class FrontierScheduler:
         self._leased: deque[Request] = deque()
         self._entries: list[Entry] = []
         self._entry_fps: set[bytes] = set()
+        self._seen = SeenCache(config.seen_cache)  # fingerprints known to be in the seen-set
         self._acks: list[int] = []
         self._failures: list[Failure] = []
         self._counts: tuple[float, Counts] | None = None
@@ -138,8 +140,8 @@ class FrontierScheduler:
         return len(self._leased) + (counts.queued if counts else 0)
 
     def has_pending_requests(self) -> bool:
-        if self._leased or self._down_since is not None:
-            return True
+        if self._leased or len(self.outcomes) or self._down_since is not None:
+            return True  # work in this process: no need to ask the backend
         if not self._flush_safely():
             return True
         counts = self._current_counts()
@@ -147,17 +149,17 @@ class FrontierScheduler:
 
     def enqueue_request(self, request: Request) -> bool:
         assert self.spider is not None
+        fingerprint = None if request.dont_filter else self.df.fingerprint(request)
+        if fingerprint is not None and (fingerprint in self._entry_fps or fingerprint in self._seen):
+            self._inc("duplicates")
+            return False
         try:
             payload = serialize.dumps(request, self.spider)
         except serialize.UnserializableRequest as exc:
             self._inc("unserializable")
             record_error(self.crawler, "unserializable_request", request.url, str(exc))
             return False
-        fingerprint = None if request.dont_filter else self.df.fingerprint(request)
         if fingerprint is not None:
-            if fingerprint in self._entry_fps:
-                self._inc("duplicates")
-                return False
             self._entry_fps.add(fingerprint)
         self._entries.append(Entry(fingerprint, request.priority, payload))
         self.stats.inc_value("scheduler/enqueued")  # type: ignore[union-attr]
@@ -170,6 +172,8 @@ class FrontierScheduler:
 
     def next_request(self) -> Request | None:
         if not self._leased and self._down_since is None:
+            if self._entries:
+                self._flush_safely()  # the engine is idle for want of what sits in our buffer
             self._lease_more()
         if not self._leased:
             self._starved = True
@@ -237,6 +241,7 @@ class FrontierScheduler:
         assert self.backend is not None
         entries, acks, failures = self._entries, self._acks, self._failures
         queued = self.backend.commit(entries, acks, failures)
+        self._seen.update(self._entry_fps)
         self._entries, self._entry_fps, self._acks, self._failures = [], set(), [], []
         self._counts = None
         self._inc("queued", queued)
@@ -321,6 +326,25 @@ class FrontierScheduler:
     def _inc(self, name: str, count: int = 1) -> None:
         if count and self.stats is not None:
             self.stats.inc_value(STAT + name, count)
+
+
+class SeenCache:
+    """The most recent fingerprints this process wrote: a duplicate found here is dropped
+    without serializing it or asking the backend (seen never becomes unseen)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._fps: dict[bytes, None] = {}
+
+    def __contains__(self, fingerprint: bytes) -> bool:
+        return fingerprint in self._fps
+
+    def update(self, fingerprints: set[bytes]) -> None:
+        self._fps.update(dict.fromkeys(fingerprints))
+        excess = len(self._fps) - self._size
+        if excess > 0:
+            for old in list(itertools.islice(self._fps, excess)):
+                del self._fps[old]
 
 
 def _wake_engine(crawler: Crawler) -> None:

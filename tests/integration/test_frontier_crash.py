@@ -93,7 +93,7 @@ def test_three_nodes_share_one_crawl_and_all_exit(tmp_path: Path, shop: ShopProc
         _assert_complete(shop, _page_hits(shop, before), product_db)
         pages = [node.stats().get("response_received_count", 0) for node in nodes]
         total = sum(pages)
-        assert all(p >= total * 0.1 for p in pages), f"pages per node: {pages}"
+        assert all(p >= total * 0.05 for p in pages), f"pages per node: {pages}"
         assert sum(node.stats().get("recordhound/store/offers_new", 0) for node in nodes) == \
             shop.truth()["counts"]["offers"]
         starts = [node.stats().get("recordhound/frontier/queued", 0) for node in nodes]
