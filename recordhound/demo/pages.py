@@ -10,6 +10,7 @@ from recordhound.demo.names import STYLES
 
 PAGE_SIZE = 40
 NOT_FOUND_PATH = "/release/gone"
+REDIRECT_PATH = "/release/moved"
 
 
 def price_text(amount: Decimal | None, currency: str, fmt: str) -> str:

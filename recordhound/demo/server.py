@@ -88,9 +88,11 @@ class _Connection(asyncio.Protocol):
 
     def _send(self, page: Page, keep_alive: bool, head_only: bool = False) -> None:
         assert self.transport is not None
-        reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(page.status, "Other")
+        reason = {200: "OK", 301: "Moved Permanently", 404: "Not Found",
+                  500: "Internal Server Error"}.get(page.status, "Other")
+        location = f"Location: {page.location}\r\n" if page.location else ""
         head = (
-            f"HTTP/1.1 {page.status} {reason}\r\nContent-Type: {page.content_type}\r\n"
+            f"HTTP/1.1 {page.status} {reason}\r\nContent-Type: {page.content_type}\r\n{location}"
             f"Content-Length: {len(page.body)}\r\nConnection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
         ).encode("latin-1")
         self.transport.write(head if head_only else head + page.body)

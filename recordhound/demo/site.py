@@ -16,6 +16,7 @@ class Page:
     status: int
     content_type: str
     body: bytes
+    location: str | None = None  # for redirects
 
 
 def _html(text: str, charset: str = "utf-8", status: int = 200) -> Page:
@@ -28,6 +29,8 @@ def build_site(catalog: Catalog) -> dict[str, Page]:
     for index, group in enumerate(STYLES):
         members = [p for p in catalog.products if index in p.style_ids]
         site.update(_listing(members, f"/style/{pages.style_slug(group[0])}"))
+    # an old product URL that moved: the crawl meets it before or after its target
+    site[pages.REDIRECT_PATH] = Page(301, "text/plain; charset=utf-8", b"moved\n", catalog.products[1].path)
     for product in [*catalog.products, catalog.rejected]:
         charset = NON_UTF8_CHARSET if product.fault == "non_utf8" else "utf-8"
         site[product.path] = _html(pages.product_page(catalog, product, charset), charset)
@@ -35,9 +38,10 @@ def build_site(catalog: Catalog) -> dict[str, Page]:
 
 
 def _fault_links(catalog: Catalog) -> str:
-    """Links only the first catalog page carries: a dead link and an untitled product."""
+    """Links only the first catalog page carries: a dead link, a moved one, an untitled product."""
     return (
         f'<p class="more"><a class="product-link" href="{pages.NOT_FOUND_PATH}">Old release</a> '
+        f'<a class="product-link" href="{pages.REDIRECT_PATH}">Moved release</a> '
         f'<a class="product-link" href="{catalog.rejected.path}">Mystery item</a></p>\n'
     )
 

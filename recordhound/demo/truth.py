@@ -47,6 +47,7 @@ def build_truth(catalog: Catalog) -> dict[str, Any]:
     faults = {p.fault: p.path for p in stored if p.fault}
     faults.update({
         "not_found": pages.NOT_FOUND_PATH,
+        "redirect": pages.REDIRECT_PATH,
         "rejected": catalog.rejected.path,
         "pagination_loop": "/catalog?page=1",
     })

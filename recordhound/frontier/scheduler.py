@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 COUNTS_TTL_SECONDS = 0.5
 RECLAIM_EVERY_SECONDS = 5.0
+ORPHAN_TICKS = 3  # ticks the engine must be idle before a handed-out request counts as orphaned
 STAT = "recordhound/frontier/"
 
 
@@ -60,6 +61,7 @@ class FrontierScheduler:
         self._retries = 0
         self._retry_at = 0.0
         self._starved = False
+        self._orphan_ticks = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -148,6 +150,17 @@ class FrontierScheduler:
         return counts is None or not counts.drained
 
     def enqueue_request(self, request: Request) -> bool:
+        parent = request.meta.get(FRONTIER_ID)
+        queued = self._buffer(request)
+        if parent is not None and self.outcomes.is_downloading(parent):
+            # a retry or redirect stands for its parent now (even when it is a duplicate);
+            # the parent's ack is written after the buffer that holds its replacement
+            self.outcomes.replaced(parent)
+        if len(self._entries) >= self.config.push_batch:
+            self._flush_safely()
+        return queued
+
+    def _buffer(self, request: Request) -> bool:
         assert self.spider is not None
         fingerprint = None if request.dont_filter else self.df.fingerprint(request)
         if fingerprint is not None and (fingerprint in self._entry_fps or fingerprint in self._seen):
@@ -163,11 +176,6 @@ class FrontierScheduler:
             self._entry_fps.add(fingerprint)
         self._entries.append(Entry(fingerprint, request.priority, payload))
         self.stats.inc_value("scheduler/enqueued")  # type: ignore[union-attr]
-        parent = request.meta.get(FRONTIER_ID)
-        if parent is not None and self.outcomes.is_downloading(parent):
-            self.outcomes.replaced(parent)  # a retry or redirect now stands for it
-        if len(self._entries) >= self.config.push_batch:
-            self._flush_safely()
         return True
 
     def next_request(self) -> Request | None:
@@ -286,6 +294,22 @@ class FrontierScheduler:
             self.crawler.engine.unpause()  # type: ignore[union-attr]
         if self._starved and (counts := self._current_counts()) is not None and counts.queued:
             _wake_engine(self.crawler)
+        self._fail_orphans()
+
+    def _fail_orphans(self) -> None:
+        """Handed-out requests the engine finished without a callback or errback (an
+        IgnoreRequest with no errback, say) would hold their leases forever: fail them."""
+        engine = self.crawler.engine
+        idle = (engine is not None and not engine.downloader.active
+                and engine.scraper.slot is not None and engine.scraper.slot.is_idle())
+        if not idle or not len(self.outcomes):
+            self._orphan_ticks = 0
+            return
+        self._orphan_ticks += 1
+        if self._orphan_ticks >= ORPHAN_TICKS:
+            for frontier_id in self.outcomes.ids():
+                self.outcomes.failed(frontier_id, "the engine finished with it without a callback or errback")
+            self._orphan_ticks = 0
 
     def _maintain(self, now: float) -> None:
         assert self.backend is not None

@@ -56,6 +56,7 @@ def _assert_faults_handled(db: ProductDb, shop: ShopProcess, truth: dict, stats:
     assert hits[faults["flaky"]] == 2 and stats["retry/count"] == 1  # 500 once, then stored
     assert hits[faults["not_found"]] == 1 and stats["recordhound/errors/http_404"] == 1
     assert hits[faults["pagination_loop"]] == 1  # the loop back to page 1 is not refetched
+    assert hits[faults["redirect"]] == 1  # followed once; its target is fetched once (below)
     by_path = {o["path"]: o for o in truth["offers"]}
     assert by_path[faults["non_utf8"]]["title"] in titles  # decoded from ISO-8859-1
     assert by_path[faults["broken_html"]]["external_id"] in offers
