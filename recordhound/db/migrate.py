@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import tempfile
 from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
@@ -18,8 +22,29 @@ logger = logging.getLogger(__name__)
 
 def alembic_config() -> Config:
     config = Config()
-    config.set_main_option("script_location", str(resources.files("recordhound.db") / "migrations"))
+    config.set_main_option("script_location", migrations_folder())
     return config
+
+
+@functools.cache
+def migrations_folder() -> str:
+    """Alembic needs a real folder; inside a zipped egg (scrapyd) the scripts are copied out once."""
+    packaged = resources.files("recordhound.db") / "migrations"
+    if isinstance(packaged, Path):
+        return str(packaged)
+    target = Path(tempfile.mkdtemp(prefix="recordhound-migrations-"))
+    _copy_tree(packaged, target)
+    return str(target)
+
+
+def _copy_tree(source: Traversable, target: Path) -> None:
+    target.mkdir(exist_ok=True)
+    for child in source.iterdir():
+        if child.is_dir():
+            if child.name != "__pycache__":
+                _copy_tree(child, target / child.name)
+        else:
+            (target / child.name).write_bytes(child.read_bytes())
 
 
 def current_revision(engine: Engine) -> str | None:

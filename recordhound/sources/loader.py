@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import yaml
@@ -12,35 +13,39 @@ from recordhound.exceptions import ProfileError
 from recordhound.sources.profile import Profile
 from recordhound.sources.schema import build_profile
 
-BUNDLED = "recordhound.sources.profiles"
+
+
+def _bundled() -> Traversable:
+    """The bundled profiles: a folder, or a folder inside a zipped egg (scrapyd)."""
+    return resources.files("recordhound.sources") / "profiles"
 
 
 def bundled_names() -> list[str]:
-    folder = resources.files(BUNDLED)
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name[:-5] for p in _bundled().iterdir() if p.name.endswith(".yaml"))
 
 
-def find_profile(source: str, dirs: Iterable[str] = ()) -> str:
-    """The path of SOURCE's profile, or of ``source`` itself when it names a file."""
+def find_profile(source: str, dirs: Iterable[str] = ()) -> Traversable:
+    """SOURCE's profile file, or ``source`` itself when it names a file."""
     if source.endswith((".yaml", ".yml")):
         if Path(source).is_file():
-            return source
+            return Path(source)
         raise ProfileError(source, "(file)", "no such file")
     for folder in dirs:
         candidate = Path(folder) / f"{source}.yaml"
         if candidate.is_file():
-            return str(candidate)
-    bundled = resources.files(BUNDLED) / f"{source}.yaml"
+            return candidate
+    bundled = _bundled() / f"{source}.yaml"
     if bundled.is_file():
-        return str(bundled)
+        return bundled
     searched = [str(Path(d) / f"{source}.yaml") for d in dirs] + [f"bundled: {bundled_names()}"]
     raise ProfileError(f"{source}.yaml", "(file)", f"no profile for source {source!r}; looked in {searched}")
 
 
 def load_profile(source: str, dirs: Iterable[str] = ()) -> Profile:
-    path = find_profile(source, dirs)
+    found = find_profile(source, dirs)
+    path = str(found)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = found.read_text(encoding="utf-8")
         document = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(path, "(file)", f"cannot read it: {exc}") from exc

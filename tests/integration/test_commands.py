@@ -41,7 +41,7 @@ def test_db_upgrade_creates_the_schema(database_url: str, tmp_path: Path) -> Non
 
 
 def test_invalid_profile_fails_before_crawling_naming_the_key(tmp_path: Path) -> None:
-    document = yaml.safe_load(Path(find_profile("demo")).read_text())
+    document = yaml.safe_load(find_profile("demo").read_text())
     document["fields"]["title"] = {"css": "h1[[["}
     document["base_url"] = "http://127.0.0.1:9/"  # nothing listens: a crawl would record errors
     (tmp_path / "broken.yaml").write_text(yaml.safe_dump(document))

@@ -10,7 +10,7 @@ from recordhound.sources import find_profile, load_profile
 
 
 def _demo_document() -> dict:  # type: ignore[type-arg]
-    return yaml.safe_load(Path(find_profile("demo")).read_text())
+    return yaml.safe_load(find_profile("demo").read_text())
 
 
 def test_bundled_demo_profile_loads() -> None:
