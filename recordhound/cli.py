@@ -150,6 +150,62 @@ def frontier_reset(crawl: str, yes: bool) -> None:
     click.echo(f"{crawl}: frontier reset")
 
 
+def _scrapyd(target: str):  # type: ignore[no-untyped-def]
+    from recordhound.scrapyd_client import ScrapydClient, Target
+
+    return ScrapydClient(Target.from_config(target))
+
+
+@main.command("schedule")
+@click.argument("source")
+@click.option("--target", default="local", show_default=True, help="a [deploy:NAME] of scrapy.cfg")
+@click.option("--nodes", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="crawler processes sharing this crawl (use with REDIS_URL on the scrapyd side)")
+@click.option("--setting", "settings", multiple=True, callback=_setting, metavar="NAME=VALUE")
+@click.option("--arg", "args", multiple=True, callback=_setting, metavar="NAME=VALUE",
+              help="a spider argument, as with scrapy -a (e.g. base_url=...)")
+def schedule(source: str, target: str, nodes: int, settings: list[tuple[str, str]],
+             args: list[tuple[str, str]]) -> None:
+    """Schedule `scrapy crawl catalog -a source=SOURCE` on scrapyd, NODES times."""
+    import uuid
+
+    client = _scrapyd(target)
+    crawl = uuid.uuid4().hex[:8]
+    jobs = client.schedule("catalog", nodes, dict(settings), {**dict(args), "source": source},
+                           job_ids=[f"{source}--{crawl}-{n}" for n in range(1, nodes + 1)])
+    for job in jobs:
+        click.echo(job)
+
+
+@main.command("jobs")
+@click.option("--target", default="local", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def jobs(target: str, as_json: bool) -> None:
+    """Pending, running and finished jobs on scrapyd, with their source and times."""
+    import json
+
+    from recordhound.scrapyd_client import job_source
+
+    listed = _scrapyd(target).jobs()
+    if as_json:
+        click.echo(json.dumps(listed, indent=1))
+        return
+    for state, entries in listed.items():
+        for job in entries:
+            job_id = str(job.get("id", ""))
+            source = job_source(job)
+            click.echo(f"{state:9} {job_id:40} source={source:12} "
+                       f"start={job.get('start_time') or '-'} end={job.get('end_time') or '-'}")
+
+
+@main.command("cancel")
+@click.argument("job")
+@click.option("--target", default="local", show_default=True)
+def cancel(job: str, target: str) -> None:
+    """Cancel a scrapyd job (a running crawl gets SIGTERM: it finishes and returns its leases)."""
+    click.echo(f"{job}: was {_scrapyd(target).cancel(job)}")
+
+
 @main.command("demo")
 @click.option("--releases", default=500, show_default=True, type=click.IntRange(20))
 @click.option("--seed", default=1, show_default=True)

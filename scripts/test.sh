@@ -6,6 +6,6 @@ cd "$(dirname "$0")/.."
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade "pip>=24,<27"
-.venv/bin/python -m pip install -q -e ".[test]"
+.venv/bin/python -m pip install -q -e ".[test,deploy]"
 bash scripts/services.sh
 exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,59 @@
+"""A real scrapyd for tests and for recording cassettes: free port, temp folders, basic auth."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+USERNAME, PASSWORD = "recordhound", "test-secret"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+class ScrapydServer:
+    def __init__(self, folder: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.folder, self.url = folder, f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    def start(self) -> ScrapydServer:
+        config = (PROJECT_ROOT / "scrapyd" / "scrapyd.conf").read_text()
+        config = config.replace("http_port         = 6800", f"http_port         = {self.port}")
+        config = config.replace("password          = change-me", f"password          = {PASSWORD}")
+        (self.folder / "scrapyd.conf").write_text(config)
+        scrapyd = shutil.which("scrapyd", path=str(Path(sys.executable).parent)) or "scrapyd"
+        self._log = open(self.folder / "scrapyd.log", "w")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen([scrapyd], cwd=self.folder, stdout=subprocess.DEVNULL, stderr=self._log)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                requests.get(f"{self.url}/daemonstatus.json", timeout=1, auth=(USERNAME, PASSWORD))
+                return self
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        raise AssertionError("scrapyd did not start: " + (self.folder / "scrapyd.log").read_text()[-2000:])
+
+    def upload_egg(self, version: str) -> None:
+        egg = self.folder / "recordhound.egg"
+        subprocess.run([str(Path(sys.executable).parent / "scrapyd-deploy"), f"--build-egg={egg}"],
+                       cwd=PROJECT_ROOT, check=True, capture_output=True)
+        with open(egg, "rb") as data:
+            answer = requests.post(f"{self.url}/addversion.json", auth=(USERNAME, PASSWORD), timeout=60,
+                                   data={"project": "recordhound", "version": version}, files={"egg": data})
+        assert answer.json()["status"] == "ok", answer.text
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(30)
+        if self._log is not None:
+            self._log.close()
