@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from recordhound.demo.process import ShopProcess
+from recordhound.frontier.redis import RedisFrontier
 from recordhound.scrapyd_client import ScrapydClient, Target
 from tests.integration.dbcheck import ProductDb
 from tests.scrapyd_server import PASSWORD, PROJECT_ROOT, USERNAME, ScrapydServer
@@ -72,6 +73,10 @@ def deployment(tmp_path: Path) -> Iterator[tuple[Deployment, ShopProcess, str]]:
         finally:
             for name in env:
                 os.environ.pop(name, None)
+            frontier = RedisFrontier(redis_url(), f"{prefix}:demo")
+            frontier.open()
+            frontier.reset()
+            frontier.close()
 
 
 def _schedule(deploy: Deployment, shop: ShopProcess, prefix: str, nodes: int) -> list[str]:
