@@ -206,6 +206,45 @@ def cancel(job: str, target: str) -> None:
     click.echo(f"{job}: was {_scrapyd(target).cancel(job)}")
 
 
+@main.group()
+def profile() -> None:
+    """Source profiles."""
+
+
+@profile.command("test")
+@click.argument("source")
+@click.option("--cassette", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="a cassette recorded with RECORDHOUND_CASSETTE_MODE=record")
+@click.option("--url", default=None, help="check one page of the cassette (default: every product page)")
+def profile_test(source: str, cassette: str, url: str | None) -> None:
+    """Apply SOURCE's profile to the pages of a cassette, offline: selectors, raw and normalized values."""
+    from collections import Counter
+
+    from scrapy.http import TextResponse
+
+    from recordhound.config import project_settings
+    from recordhound.middlewares.cassette import load_responses
+    from recordhound.sources import load_profile
+    from recordhound.sources.check import check_profile
+
+    loaded = load_profile(source, project_settings().getlist("RECORDHOUND_PROFILES_DIRS"))
+    pages = [r for r in load_responses(cassette) if isinstance(r, TextResponse) and r.status == 200
+             and (url is None or r.url == url)]
+    if url is not None and not pages:
+        raise click.ClickException(f"{url} is not a 200 text page of {cassette}")
+    unmatched: Counter[str] = Counter()
+    checked = 0
+    for page in pages:
+        report = check_profile(loaded, page)
+        if url is None and "title" in report.lines[2] and "no selector matched" in report.lines[2]:
+            continue  # not a product page
+        checked += 1
+        unmatched.update(line.split()[0] for line in report.lines[1:] if "no selector matched" in line)
+        click.echo(report)
+    click.echo(f"{checked} product pages checked of {len(pages)} pages; fields never matched on a page: "
+               f"{dict(unmatched) or 'none'}")
+
+
 @main.command("demo")
 @click.option("--releases", default=500, show_default=True, type=click.IntRange(20))
 @click.option("--seed", default=1, show_default=True)

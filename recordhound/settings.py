@@ -7,6 +7,7 @@ so a bad value fails at start-up with the setting's name.
 
 BOT_NAME = "recordhound"
 SPIDER_MODULES = ["recordhound.spiders"]
+COMMANDS_MODULE = "recordhound.commands"  # `scrapy shell` with profile_check()
 NEWSPIDER_MODULE = "recordhound.spiders"
 
 # --- Scrapy behaviour -------------------------------------------------------------
@@ -31,6 +32,10 @@ DUPEFILTER_CLASS = "recordhound.frontier.dupefilter.FrontierDupeFilter"
 SPIDER_MIDDLEWARES = {
     # closest to the engine: sees every callback's final output, acks when it is all stored
     "recordhound.frontier.middleware.FrontierMiddleware": 10,
+}
+DOWNLOADER_MIDDLEWARES = {
+    # next to the downloader: retries and redirects work on replayed responses as on live ones
+    "recordhound.middlewares.cassette.CassetteMiddleware": 950,
 }
 ITEM_PIPELINES = {
     "recordhound.pipelines.normalize.NormalizePipeline": 100,
@@ -92,6 +97,12 @@ RECORDHOUND_STORE_WRITER = "process"
 RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS = 3600
 # Most recent errors kept in a source's metadata (count).
 RECORDHOUND_SOURCE_ERRORS_KEPT = 100
+
+# --- Cassettes (offline spider tests) ---------------------------------------------
+# A betamax-format cassette of the crawl's responses (empty: off).
+RECORDHOUND_CASSETTE = ""
+# "replay" serves responses from the cassette without network; "record" writes them to it.
+RECORDHOUND_CASSETTE_MODE = "replay"
 
 # --- Reporting --------------------------------------------------------------------
 # Print the end-of-crawl summary to stdout (bool).

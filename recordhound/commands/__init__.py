@@ -1,0 +1,1 @@
+"""recordhound's Scrapy commands (COMMANDS_MODULE): an extended `scrapy shell`."""
