@@ -6,10 +6,14 @@ import asyncio
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from recordhound.exceptions import RecordhoundError
+
+if TYPE_CHECKING:
+    from recordhound.demo.catalog import Catalog
 
 
 @click.group()
@@ -47,14 +51,14 @@ def demo_shop(host: str, port: int, releases: int, seed: int, epoch: int, export
         pass
 
 
-def _export(catalog: object, folder: str) -> None:
+def _export(catalog: Catalog, folder: str) -> None:
     from recordhound.demo import feeds
 
     os.makedirs(folder, exist_ok=True)
     for path, (_, render) in feeds.FEEDS.items():
         target = os.path.join(folder, os.path.basename(path))
         with open(target, "wb") as out:
-            out.write(render(catalog))  # type: ignore[arg-type]
+            out.write(render(catalog))
         click.echo(target)
 
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from recordhound.demo import feeds
@@ -45,16 +46,16 @@ class DemoShop:
             stats = {"total": sum(self.hits.values()), "requests": dict(self.hits)}
             return Page(200, "application/json", json.dumps(stats).encode())
         if target == "/_truth.json":
-            return self._cached(target, lambda: json.dumps(build_truth(self.catalog)).encode())
+            return self._cached(target, "application/json", lambda: json.dumps(build_truth(self.catalog)).encode())
         if target in feeds.FEEDS:
             content_type, render = feeds.FEEDS[target]
-            page = self._cached(target, lambda: render(self.catalog))
-            return Page(200, content_type, page.body)
+            return self._cached(target, content_type, lambda: render(self.catalog))
         return None
 
-    def _cached(self, target: str, make: Any) -> Page:
+    def _cached(self, target: str, content_type: str, make: Callable[[], bytes]) -> Page:
+        """Generated once on first request (the XLSX feed takes a second or two)."""
         if target not in self._generated:
-            self._generated[target] = Page(200, "application/json", make())
+            self._generated[target] = Page(200, content_type, make())
         return self._generated[target]
 
 

@@ -232,13 +232,11 @@ class FrontierScheduler:
             self.outcomes.response_received(frontier_id)
 
     def _item_settled(self, item: Any, response: Any, **kwargs: Any) -> None:
-        frontier_id = getattr(response, "meta", {}).get(FRONTIER_ID) if hasattr(response, "request") else None
-        if frontier_id is not None:
+        if (frontier_id := _frontier_id(response)) is not None:
             self.outcomes.item_settled(frontier_id)
 
     def _item_error(self, item: Any, response: Any, failure: Any, **kwargs: Any) -> None:
-        frontier_id = getattr(response, "meta", {}).get(FRONTIER_ID) if hasattr(response, "request") else None
-        if frontier_id is not None:
+        if (frontier_id := _frontier_id(response)) is not None:
             self.outcomes.item_settled(frontier_id, f"item pipeline error: {failure.getErrorMessage()}")
 
     # --- writing and the tick ---------------------------------------------------------
@@ -350,6 +348,11 @@ class FrontierScheduler:
     def _inc(self, name: str, count: int = 1) -> None:
         if count and self.stats is not None:
             self.stats.inc_value(STAT + name, count)
+
+
+def _frontier_id(response: Any) -> int | None:
+    """The frontier id behind an item signal's ``response`` (a Failure for errback items)."""
+    return getattr(response, "meta", {}).get(FRONTIER_ID) if hasattr(response, "request") else None
 
 
 class SeenCache:
