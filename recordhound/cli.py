@@ -99,9 +99,13 @@ def _setting(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ..
     return pairs
 
 
+def _setting_option(command):  # type: ignore[no-untyped-def]
+    return click.option("-s", "--set", "settings", multiple=True, callback=_setting, metavar="NAME=VALUE",
+                        help="override a setting, as with scrapy -s")(command)
+
+
 @main.group()
-@click.option("-s", "--set", "settings", multiple=True, callback=_setting, metavar="NAME=VALUE",
-              help="override a setting, as with scrapy -s")
+@_setting_option
 @click.pass_context
 def frontier(ctx: click.Context, settings: list[tuple[str, str]]) -> None:
     """The persistent frontier (embedded, or Redis when REDIS_URL is set)."""
@@ -249,6 +253,51 @@ def profile_test(source: str, cassette: str, url: str | None) -> None:
                f"{dict(unmatched) or 'none'}")
 
 
+@main.command("import")
+@click.argument("source")
+@click.option("--file", "path", default=None, type=click.Path(dir_okay=False),
+              help="the file to read (default: the profile's location); CSV, XLSX or JSON")
+@click.option("--restart", is_flag=True, help="start at line 1 even if the last import did not finish")
+@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1))
+@_setting_option
+def import_file(source: str, path: str | None, restart: bool, batch_size: int,
+                settings: list[tuple[str, str]]) -> None:
+    """Import a CSV/XLSX/JSON source row by row (resumes where an interrupted import stopped)."""
+    import logging
+    from datetime import timedelta
+
+    from recordhound.config import ReviewConfig, StoreConfig, project_settings
+    from recordhound.db.engine import make_engine
+    from recordhound.db.migrate import upgrade
+    from recordhound.db.store import CatalogWriter, ReviewPolicy
+    from recordhound.review.factory import open_queue
+    from recordhound.sources import load_profile
+    from recordhound.sources.importer import FileImport
+    from recordhound.sources.profile import FILE_KINDS
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    project = project_settings()
+    for pair in settings:
+        project.set(*pair, priority="cmdline")
+    profile = load_profile(source, project.getlist("RECORDHOUND_PROFILES_DIRS"))
+    if profile.kind not in FILE_KINDS:
+        raise click.UsageError(f"source {source!r} is a {profile.kind} source; crawl it with "
+                               f"`scrapy crawl catalog -a source={source}`")
+    store, review = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
+    engine = make_engine(store.database_url)
+    upgrade(engine)
+    writer = CatalogWriter(engine, timedelta(seconds=store.last_seen_resolution_seconds), open_queue(review),
+                           ReviewPolicy(profile.trusted or review.trust_new_entities, review.price_threshold_pct))
+    job = FileImport(profile, path or profile.location, engine, writer, batch_size)
+    source_id, first, total = job.prepare(restart)
+    with click.progressbar(length=total, label=f"{source} lines", show_pos=True, file=sys.stderr) as bar:
+        bar.update(first - 1)
+        job.progress = lambda line: bar.update(line - bar.pos)
+        result = job.run(source_id, first, total)
+    click.echo(f"{source}: lines {result.first_line}-{result.last_line} of {result.total_lines} read; "
+               f"{dict(result.counts)}")
+
+
 @main.command("demo")
 @click.option("--releases", default=500, show_default=True, type=click.IntRange(20))
 @click.option("--seed", default=1, show_default=True)
@@ -267,6 +316,15 @@ def demo(releases: int, seed: int, epoch: int, scrapy_args: tuple[str, ...]) -> 
             "SCRAPY_SETTINGS_MODULE", "recordhound.settings")}
         code = subprocess.call([sys.executable, "-m", "scrapy", *command[1:]], env=env)
     raise SystemExit(code)
+
+
+def _register_review() -> None:
+    from recordhound.review.cli import register
+
+    register(main, _setting_option)
+
+
+_register_review()
 
 
 def run() -> None:

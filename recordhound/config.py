@@ -135,16 +135,12 @@ class FrontierConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierConfig:
-        redis_url = str(settings.get("RECORDHOUND_REDIS_URL") or os.environ.get("REDIS_URL") or "")
-        if redis_url and not redis_url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError(f"REDIS_URL / RECORDHOUND_REDIS_URL must look like redis://host:6379/0, "
-                              f"got {redis_url!r}")
         jobdir = settings.get("JOBDIR")
         folder = str(settings.get("RECORDHOUND_FRONTIER_DIR") or ".recordhound/frontier")
         template = (os.path.join(jobdir, "frontier.sqlite3") if jobdir
                     else os.path.join(folder, "{crawl}.sqlite3"))
         return cls(
-            redis_url=redis_url,
+            redis_url=redis_url(settings),
             redis_prefix=str(settings.get("RECORDHOUND_REDIS_PREFIX") or "recordhound"),
             path_template=template,
             crawl_id=str(settings.get("RECORDHOUND_CRAWL_ID") or ""),
@@ -156,4 +152,53 @@ class FrontierConfig:
             max_attempts=_positive_int(settings, "RECORDHOUND_FRONTIER_MAX_ATTEMPTS"),
             retry_max_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
             seen_cache=_positive_int(settings, "RECORDHOUND_FRONTIER_SEEN_CACHE"),
+        )
+
+
+def _non_negative_float(settings: BaseSettings, name: str) -> float:
+    try:
+        value = settings.getfloat(name)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number, got {settings.get(name)!r}") from exc
+    if value < 0:
+        raise ConfigError(f"{name} must be 0 or more, got {value}")
+    return value
+
+
+def redis_url(settings: BaseSettings) -> str:
+    """The shared Redis: the setting, then $REDIS_URL; empty means embedded."""
+    url = str(settings.get("RECORDHOUND_REDIS_URL") or os.environ.get("REDIS_URL") or "")
+    if url and not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"REDIS_URL / RECORDHOUND_REDIS_URL must look like redis://host:6379/0, got {url!r}")
+    return url
+
+
+@dataclass(frozen=True)
+class ReviewConfig:
+    redis_url: str  # empty: the embedded queue file
+    redis_prefix: str
+    path: str
+    trust_new_entities: bool
+    price_threshold_pct: float
+    ttl_seconds: float  # 0: off
+    lease_seconds: float
+    poll_seconds: float
+    ack_delay_seconds: float
+
+    @property
+    def backend(self) -> str:
+        return "redis" if self.redis_url else "embedded"
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> ReviewConfig:
+        return cls(
+            redis_url=redis_url(settings),
+            redis_prefix=str(settings.get("RECORDHOUND_REDIS_PREFIX") or "recordhound"),
+            path=os.path.abspath(str(settings.get("RECORDHOUND_REVIEW_PATH") or ".recordhound/review.sqlite3")),
+            trust_new_entities=_bool(settings, "RECORDHOUND_TRUST_NEW_ENTITIES"),
+            price_threshold_pct=_non_negative_float(settings, "RECORDHOUND_PRICE_REVIEW_THRESHOLD"),
+            ttl_seconds=_non_negative_float(settings, "RECORDHOUND_REVIEW_TTL_SECONDS"),
+            lease_seconds=_positive_float(settings, "RECORDHOUND_APPLY_LEASE_SECONDS"),
+            poll_seconds=_positive_float(settings, "RECORDHOUND_APPLY_POLL_SECONDS"),
+            ack_delay_seconds=_non_negative_float(settings, "RECORDHOUND_APPLY_ACK_DELAY_SECONDS"),
         )

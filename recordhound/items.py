@@ -36,6 +36,7 @@ class RawRelease:
     price: str | None = None
     currency: str | None = None
     in_stock: str | None = None
+    line: int | None = None  # file sources: the 1-based line (data row) the item came from
 
 
 @dataclass
@@ -53,3 +54,4 @@ class Release:
     currency: str | None = None
     in_stock: bool | None = None
     problems: list[FieldProblem] = field(default_factory=list)
+    line: int | None = None

@@ -98,6 +98,25 @@ RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS = 3600
 # Most recent errors kept in a source's metadata (count).
 RECORDHOUND_SOURCE_ERRORS_KEPT = 100
 
+# --- Review queue ------------------------------------------------------------------
+# The queue lives in Redis when RECORDHOUND_REDIS_URL / $REDIS_URL is set (keys PREFIX:tasks:*),
+# else in this SQLite file (never the product database).
+RECORDHOUND_REVIEW_PATH = ".recordhound/review.sqlite3"
+# Create unknown artists/labels/styles directly (recorded as auto-approved) instead of parking
+# their items for review: for a first import into an empty catalog (bool). A profile can say
+# `trusted: true` for the same effect on one source.
+RECORDHOUND_TRUST_NEW_ENTITIES = False
+# A price that moves by more than this (percent of the old price) waits for a review.
+RECORDHOUND_PRICE_REVIEW_THRESHOLD = 5.0
+# Pending entries older than this move to the failed queue with the reason (seconds; 0: never).
+RECORDHOUND_REVIEW_TTL_SECONDS = 0
+# An apply worker's job not acked for this long goes back to the approved queue (seconds).
+RECORDHOUND_APPLY_LEASE_SECONDS = 60.0
+# `recordhound apply --follow` looks for new decisions this often (seconds).
+RECORDHOUND_APPLY_POLL_SECONDS = 1.0
+# Wait this long between a job's product-DB writes and its ack (seconds; for crash tests only).
+RECORDHOUND_APPLY_ACK_DELAY_SECONDS = 0
+
 # --- Cassettes (offline spider tests) ---------------------------------------------
 # A betamax-format cassette of the crawl's responses (empty: off).
 RECORDHOUND_CASSETTE = ""

@@ -1,7 +1,7 @@
 """Artists, labels and styles: find by synonym or matching key; what to do with unknown ones.
 
-``create_unknown`` is the one place that decides what happens to a name the catalog has
-never seen. Today it creates the entity; the review queue will replace that decision.
+``match`` finds what the catalog knows; what happens to the rest is decided by the review
+gate (``review/gate.py``): parked for review, or created straight away for a trusted source.
 """
 
 from __future__ import annotations
@@ -29,37 +29,66 @@ ENTITIES = {
 }
 
 
-def resolve(conn: Connection, kind: str, spellings: Iterable[str]) -> tuple[dict[str, int], int]:
-    """Map every spelling to its entity id; returns (spelling → id, entities created)."""
+def match(conn: Connection, kind: str, spellings: Iterable[str]) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Match spellings to entities by synonym, then by matching key.
+
+    Returns (spelling → entity id, name key → spellings no entity matches). A spelling matched
+    by key is recorded as a synonym of its entity, once."""
     tables = ENTITIES[kind]
     wanted = list(dict.fromkeys(spellings))
     if not wanted:
-        return {}, 0
+        return {}, {}
     known = _by_synonym(conn, tables, wanted)
     unmatched = [s for s in wanted if s not in known]
     by_key = _by_key(conn, tables, unmatched)
-    missing: dict[str, list[str]] = {}
+    matched = {s: by_key[name_key(s)] for s in unmatched if name_key(s) in by_key}
+    _add_synonyms(conn, tables, matched)
+    unknown: dict[str, list[str]] = {}
     for spelling in unmatched:
-        missing.setdefault(name_key(spelling), []).append(spelling)
-    created = create_unknown(
-        conn, kind, {k: preferred_spelling(v) for k, v in missing.items() if k not in by_key}
-    )
-    by_key.update(created)
-    resolved = {**known, **{s: by_key[name_key(s)] for s in unmatched}}
-    _add_synonyms(conn, tables, {s: resolved[s] for s in unmatched})
-    return resolved, len(created)
+        if spelling not in matched:
+            unknown.setdefault(name_key(spelling), []).append(spelling)
+    return {**known, **matched}, unknown
 
 
-def create_unknown(conn: Connection, kind: str, names_by_key: dict[str, str]) -> dict[str, int]:
-    """The decision for names no entity matches: create them under their preferred spelling."""
-    if not names_by_key:
+def attach(conn: Connection, kind: str, spellings: dict[str, int]) -> None:
+    """Record spellings (no entity has them yet) as synonyms of the given entities."""
+    _add_synonyms(conn, ENTITIES[kind], spellings)
+
+
+def create_unknown(conn: Connection, kind: str, unknown: dict[str, list[str]]) -> dict[str, int]:
+    """Create entities for unmatched names (a trusted source, or an approved review entry).
+
+    ``unknown``: name key → spellings; the entity takes the preferred spelling, the others
+    become its synonyms. Returns spelling → new entity id."""
+    if not unknown:
         return {}
     entity = ENTITIES[kind].entity
-    rows = [{"name": name, "name_key": key} for key, name in sorted(names_by_key.items())]
+    rows = [{"name": preferred_spelling(spellings), "name_key": key} for key, spellings in sorted(unknown.items())]
     result = conn.execute(
         insert(entity).returning(entity.name_key, entity.id, sort_by_parameter_order=True), rows
     )
-    return {key: entity_id for key, entity_id in result.all()}
+    ids = dict(result.all())
+    created = {s: ids[key] for key, spellings in unknown.items() for s in spellings}
+    attach(conn, kind, created)
+    return created
+
+
+def exists(conn: Connection, kind: str, entity_id: int) -> bool:
+    entity = ENTITIES[kind].entity
+    return conn.execute(select(entity.id).where(entity.id == entity_id)).scalar() is not None
+
+
+def by_key(conn: Connection, kind: str, key: str) -> int | None:
+    return _by_key(conn, ENTITIES[kind], [key]).get(key)
+
+
+def known_spellings(conn: Connection, kind: str, spellings: list[str]) -> set[str]:
+    return set(_by_synonym(conn, ENTITIES[kind], spellings))
+
+
+def names(conn: Connection, kind: str) -> dict[int, str]:
+    entity = ENTITIES[kind].entity
+    return dict(conn.execute(select(entity.id, entity.name)).all())
 
 
 def _by_synonym(conn: Connection, tables: EntityTables, spellings: list[str]) -> dict[str, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -27,17 +27,46 @@ class OfferRow:
         return (self.price, self.currency) != (stored.price, stored.currency)
 
 
+@dataclass(frozen=True)
+class HeldPrice:
+    """A price change too large to write without a review."""
+
+    offer_id: int
+    old: OfferRow
+    new: OfferRow
+    change_pct: float | None  # None: the currency changed
+
+
 @dataclass
 class OfferCounts:
     new: int = 0
     changed: int = 0
     unchanged: int = 0
     price_changes: int = 0
+    held: list[HeldPrice] = field(default_factory=list)
+
+
+def change_pct(old: OfferRow, new: OfferRow) -> float | None:
+    """How much the price moved, in percent of the old price; None when not comparable."""
+    if old.price is None or new.price is None or old.currency != new.currency or not old.price:
+        return None
+    return float(abs(new.price - old.price) / old.price * 100)
+
+
+def needs_review(old: OfferRow, new: OfferRow, threshold_pct: float) -> bool:
+    """A change above the threshold, or to another currency, waits for a reviewer."""
+    if old.price is None or new.price is None:
+        return False
+    pct = change_pct(old, new)
+    return pct is None or pct > threshold_pct
 
 
 def write_offers(
-    conn: Connection, source_id: int, wanted: list[OfferRow], now: datetime, resolution: timedelta
+    conn: Connection, source_id: int, wanted: list[OfferRow], now: datetime, resolution: timedelta,
+    threshold_pct: float,
 ) -> OfferCounts:
+    """Prices that moved by more than ``threshold_pct`` keep their old value and come back in
+    ``OfferCounts.held`` (the offer's other fields are written)."""
     stored = _load(conn, source_id, [row.external_id for row in wanted])
     counts = OfferCounts()
     inserts, updates, history = [], [], []
@@ -47,6 +76,9 @@ def write_offers(
             counts.new += 1
             continue
         offer_id, old, last_seen = stored[row.external_id]
+        if row.price_differs(old) and needs_review(old, row, threshold_pct):
+            counts.held.append(HeldPrice(offer_id, old, row, change_pct(old, row)))
+            row = replace(row, price=old.price, currency=old.currency)
         changed = row.differs(old)
         if changed or now - last_seen >= resolution:
             updates.append({"oid": offer_id, **row.__dict__, "last_seen": now})

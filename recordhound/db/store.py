@@ -10,10 +10,13 @@ from typing import Any
 from sqlalchemy import Connection, Engine, insert, select, update
 
 from recordhound.db import entities
+from recordhound.review import gate
+from recordhound.review.queue import PriceHold, ReviewQueue
+from recordhound.review.suggest import suggest
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
 from recordhound.db.models import Source
-from recordhound.db.offers import OfferRow, write_offers
+from recordhound.db.offers import HeldPrice, OfferRow, write_offers
 from recordhound.db.releases import ReleaseRow, write_releases
 from recordhound.items import Release
 
@@ -26,25 +29,74 @@ class BatchResult:
     counts: Counter[str] = field(default_factory=Counter)
 
 
+@dataclass(frozen=True)
+class ReviewPolicy:
+    trusted: bool = False  # create unknown entities (auto-approved) instead of parking items
+    price_threshold_pct: float = 5.0
+
+
 class CatalogWriter:
-    def __init__(self, engine: Engine, last_seen_resolution: timedelta) -> None:
-        self.engine = engine
+    """Writes batches of items through the review gate: matched items are upserted, the rest
+    parked or rejected in the review queue. Idempotent: the same batch twice changes nothing more."""
+
+    def __init__(self, engine: Engine, last_seen_resolution: timedelta, queue: ReviewQueue,
+                 policy: ReviewPolicy = ReviewPolicy()) -> None:
+        self.engine, self.queue, self.policy = engine, queue, policy
         self.last_seen_resolution = last_seen_resolution
 
-    def write(self, source_id: int, items: list[Release]) -> BatchResult:
-        """Store a batch in one transaction; the same batch written twice changes nothing more."""
-        latest = list({item.external_id: item for item in items}.values())
-        with self.engine.begin() as conn:
-            lock_for_writing(conn)
-            return _write(conn, source_id, latest, self.last_seen_resolution)
+    def write(self, source_id: int, items: list[Release], trusted: bool | None = None) -> BatchResult:
+        """Product-DB writes commit first, then the queue is told: a crash in between re-runs
+        the batch (the frontier never acked it), which finds the rows already there."""
+        trust = self.policy.trusted if trusted is None else trusted
+        todo = list({item.external_id: item for item in items}.values())
+        result = BatchResult(items=len(todo))
+        for _ in range(RACE_ROUNDS):
+            with self.engine.begin() as conn:
+                lock_for_writing(conn)
+                name = conn.execute(select(Source.name).where(Source.id == source_id)).scalar_one()
+                plan = gate.plan(conn, self.queue, source_id, name, todo, trust)
+                held = _write(conn, source_id, plan, self.last_seen_resolution,
+                              self.policy.price_threshold_pct, result)
+                _record_matches(conn, source_id, plan)
+            result.counts["prices_held"] += self.queue.hold_prices(
+                [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
+            self.queue.reject(plan.rejected)
+            self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable]
+                              + [key for key, *_ in plan.rejected])
+            raced = self.queue.park(plan.parked, self._suggest)
+            result.counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
+                                  "parked": len(plan.parked) - len(raced)})
+            for kind, count in plan.created.items():
+                result.counts[f"{kind}s_new"] += count
+            if not raced:
+                break
+            parked = {p.key for p in raced}
+            todo = [i for i in todo if gate.item_key(source_id, i) in parked]
+        return result
+
+    def _suggest(self, kind: str, spelling: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return suggest(entities.names(conn, kind), spelling)
 
 
-def _write(conn: Connection, source_id: int, items: list[Release], resolution: timedelta) -> BatchResult:
-    result = BatchResult(items=len(items))
-    artists, new_artists = entities.resolve(conn, "artist", (a for i in items for a in i.artists))
-    labels, new_labels = entities.resolve(conn, "label", (i.label for i in items if i.label))
-    styles, new_styles = entities.resolve(conn, "style", (s for i in items for s in i.styles))
+RACE_ROUNDS = 3  # a decision landing between the product-DB read and parking: resolve again
+
+
+def _hold(held: HeldPrice, where: gate.Origin) -> PriceHold:
+    def text(value: Any) -> str | None:
+        return None if value is None else f"{value:.2f}"
+    return PriceHold(held.offer_id, held.new.external_id, held.new.url, text(held.old.price),
+                     text(held.new.price), held.old.currency, held.new.currency,
+                     None if held.change_pct is None else round(held.change_pct, 2), where)
+
+
+def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timedelta,
+           threshold_pct: float, result: BatchResult) -> list[tuple[HeldPrice, Release]]:
+    items = plan.writable
+    if not items:
+        return []
     keys = [release_key(item) for item in items]
+    artists, labels, styles = plan.ids["artist"], plan.ids["label"], plan.ids["style"]
     wanted = {
         key: ReleaseRow(
             key, item.title, labels[item.label] if item.label else None, item.catalog_number,
@@ -58,14 +110,33 @@ def _write(conn: Connection, source_id: int, items: list[Release], resolution: t
         OfferRow(i.external_id, i.url, release_ids[key], i.price, i.currency, i.in_stock)
         for key, i in zip(keys, items)
     ]
-    counts = write_offers(conn, source_id, offers, datetime.now(UTC), resolution)
+    counts = write_offers(conn, source_id, offers, datetime.now(UTC), resolution, threshold_pct)
     result.counts.update({
-        "artists_new": new_artists, "labels_new": new_labels, "styles_new": new_styles,
         "releases_new": new_releases, "releases_changed": changed_releases,
         "offers_new": counts.new, "offers_changed": counts.changed,
         "offers_unchanged": counts.unchanged, "price_changes": counts.price_changes,
     })
-    return result
+    by_id = {i.external_id: i for i in items}
+    return [(h, by_id[h.new.external_id]) for h in counts.held]
+
+
+def _record_matches(conn: Connection, source_id: int, plan: gate.Plan) -> None:
+    """The source's metadata maps each spelling it used to its entity (``matched_artists``, ...)."""
+    meta = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
+    changed = False
+    for kind, ids in plan.ids.items():
+        known = meta.get(f"matched_{kind}s") or {}
+        new = {spelling: entity_id for spelling, entity_id in ids.items() if known.get(spelling) != entity_id}
+        if new:
+            meta[f"matched_{kind}s"] = {**known, **new}
+            changed = True
+        if plan.created[kind]:
+            auto = dict(meta.get("auto_approved") or {})
+            auto[f"{kind}s"] = auto.get(f"{kind}s", 0) + plan.created[kind]
+            meta["auto_approved"] = auto
+            changed = True
+    if changed:
+        conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
 
 
 def ensure_source(engine: Engine, name: str, kind: str, location: str) -> int:

@@ -39,12 +39,15 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [
         f"recordhound crawl {summary['finish_reason']} in {summary['elapsed_seconds']} s: "
         f"{summary['pages']} pages ({summary['pages_per_second']} pages/s), "
-        f"{summary['items_scraped']} items stored, {summary['items_dropped']} rejected",
+        f"{summary['items_scraped']} items, {summary['items_dropped']} dropped as unusable",
+        f"  items:    {stored.get('stored', 0)} stored, {stored.get('parked', 0)} parked for review, "
+        f"{stored.get('rejected', 0)} rejected in review",
         f"  releases: {stored.get('releases_new', 0)} new, {stored.get('releases_changed', 0)} changed",
         f"  offers:   {stored.get('offers_new', 0)} new, {stored.get('offers_changed', 0)} changed, "
-        f"{stored.get('offers_unchanged', 0)} unchanged, {stored.get('price_changes', 0)} price changes",
+        f"{stored.get('offers_unchanged', 0)} unchanged, {stored.get('price_changes', 0)} price changes, "
+        f"{stored.get('prices_held', 0)} held for review",
         f"  entities: {stored.get('artists_new', 0)} artists, {stored.get('labels_new', 0)} labels, "
-        f"{stored.get('styles_new', 0)} styles new",
+        f"{stored.get('styles_new', 0)} styles new (auto-approved)",
         f"  errors:   {sum(summary['errors'].values())}"
         + "".join(f"\n    {kind}: {count}" for kind, count in sorted(summary["errors"].items())),
     ]

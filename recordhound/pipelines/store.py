@@ -17,7 +17,7 @@ from scrapy.exceptions import NotConfigured
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 from recordhound import signals
-from recordhound.config import StoreConfig
+from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
 from recordhound.db import worker
@@ -34,8 +34,9 @@ PROGRESS_EVERY_SECONDS = 10.0
 
 
 class StorePipeline:
-    def __init__(self, crawler: Crawler, config: StoreConfig) -> None:
-        self.crawler, self.config = crawler, config
+    def __init__(self, crawler: Crawler, config: StoreConfig, review: ReviewConfig) -> None:
+        self.crawler, self.config, self.review = crawler, config, review
+        self.trusted = False
         self.counts: Counter[str] = Counter()
         self.recent_errors: deque[dict[str, str]] = deque(maxlen=config.errors_kept)
         self.engine: Engine | None = None
@@ -48,7 +49,8 @@ class StorePipeline:
     def from_crawler(cls, crawler: Crawler) -> StorePipeline:
         if not crawler.settings.getbool("RECORDHOUND_STORE_ENABLED"):
             raise NotConfigured("RECORDHOUND_STORE_ENABLED is off: items are not stored")
-        pipeline = cls(crawler, StoreConfig.from_settings(crawler.settings))
+        pipeline = cls(crawler, StoreConfig.from_settings(crawler.settings),
+                       ReviewConfig.from_settings(crawler.settings))
         crawler.signals.connect(pipeline._error_recorded, signal=signals.error_recorded)
         crawler.signals.connect(pipeline._spider_closed, signal=scrapy_signals.spider_closed)
         return pipeline
@@ -62,7 +64,8 @@ class StorePipeline:
             ensure_source, self.engine, profile.name, profile.kind, profile.base_url)
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
             "status": "in_progress", "started_at": _now(), "error_message": None})
-        self.executor = _writer_executor(self.config)
+        self.trusted = profile.trusted or self.review.trust_new_entities
+        self.executor = self._executor()
         engine = self.crawler.engine
         assert engine is not None
         self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
@@ -90,8 +93,11 @@ class StorePipeline:
             return await loop.run_in_executor(self.executor, worker.write, self.source_id, items)
         except BrokenExecutor:
             logger.error("The database writer process died; starting a new one")
-            self.executor = _writer_executor(self.config)
+            self.executor = self._executor()
             raise
+
+    def _executor(self) -> Executor:
+        return _writer_executor(self.config, self.review, self.trusted)
 
     def _written(self, result: BatchResult) -> None:
         self.counts.update(result.counts)
@@ -105,10 +111,12 @@ class StorePipeline:
         if now - self._last_progress >= PROGRESS_EVERY_SECONDS:
             self._last_progress = now
             logger.info(
-                "Stored %d items (%.1f items/s): offers new=%d changed=%d unchanged=%d, price changes=%d",
+                "Handled %d items (%.1f items/s): %d stored, %d parked for review, %d rejected; "
+                "offers new=%d changed=%d unchanged=%d, price changes=%d (%d held for review)",
                 self.counts["items"], self.counts["items"] / (now - self._started),
+                self.counts["stored"], self.counts["parked"], self.counts["rejected"],
                 self.counts["offers_new"], self.counts["offers_changed"],
-                self.counts["offers_unchanged"], self.counts["price_changes"])
+                self.counts["offers_unchanged"], self.counts["price_changes"], self.counts["prices_held"])
 
     def _error_recorded(self, kind: str, url: str, message: str) -> None:
         self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": _now()})
@@ -134,9 +142,9 @@ def _transient(exc: Exception) -> bool:
     return isinstance(exc, OperationalError) or bool(getattr(exc, "connection_invalidated", False))
 
 
-def _writer_executor(config: StoreConfig) -> Executor:
+def _writer_executor(config: StoreConfig, review: ReviewConfig, trusted: bool) -> Executor:
     """One writer, in a child process (default) or a thread (RECORDHOUND_STORE_WRITER)."""
-    args = (config.database_url, config.last_seen_resolution_seconds)
+    args = (config.database_url, config.last_seen_resolution_seconds, review, trusted)
     if config.writer == "thread":
         return ThreadPoolExecutor(1, thread_name_prefix="recordhound-store",
                                   initializer=worker.init, initargs=args)

@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 LINK_KINDS = ("pagination", "listing", "product")
+FILE_KINDS = ("csv", "xlsx", "json")
 FIELD_NAMES = (
     "external_id", "title", "artists", "label", "catalog_number",
     "year", "styles", "price", "currency", "in_stock",
@@ -17,7 +18,7 @@ MANY_FIELDS = ("artists", "styles")
 
 @dataclass(frozen=True)
 class SelectorSpec:
-    """One selector: ``kind`` is "css" or "xpath"."""
+    """One selector: ``kind`` is "css" or "xpath" (or "column" in a file source)."""
 
     kind: str
     query: str
@@ -60,6 +61,7 @@ class Profile:
     price: PriceSpec
     allowed_domains: tuple[str, ...] = ()
     trusted: bool = False
+    location: str = ""  # file sources: the file's path
 
     def field(self, name: str) -> FieldSpec | None:
         return self.fields.get(name)

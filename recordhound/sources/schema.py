@@ -16,6 +16,7 @@ from parsel.csstranslator import HTMLTranslator
 from recordhound.exceptions import ProfileError
 from recordhound.sources.profile import (
     FIELD_NAMES,
+    FILE_KINDS,
     LINK_KINDS,
     MANY_FIELDS,
     REQUIRED_FIELDS,
@@ -27,7 +28,8 @@ from recordhound.sources.profile import (
 )
 
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains"}
-KINDS = ("html",)
+FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
+KINDS = ("html", *FILE_KINDS)
 _CSS = HTMLTranslator()
 
 
@@ -82,10 +84,13 @@ class _Doc:
 
 def build_profile(path: str, document: Any) -> Profile:
     root = _Doc(path, "", document)
-    root.mapping(TOP_KEYS)
+    root.mapping(TOP_KEYS | FILE_KEYS)
     kind = root.child("kind").string(required=False) or "html"
     if kind not in KINDS:
         raise root.fail(f"unknown kind {kind!r}; expected one of {list(KINDS)}", "kind")
+    if kind in FILE_KINDS:
+        return _file_profile(root, path, kind)
+    root.mapping(TOP_KEYS)
     base_url = _base_url(root.child("base_url"))
     return Profile(
         name=root.child("name").string() or "",
@@ -98,6 +103,34 @@ def build_profile(path: str, document: Any) -> Profile:
         price=_price(root.child("price")),
         allowed_domains=_domains(root.child("allowed_domains")),
         trusted=root.child("trusted").boolean(False),
+    )
+
+
+def _file_profile(root: _Doc, path: str, kind: str) -> Profile:
+    """CSV / XLSX / JSON sources: ``fields`` map each field to a column (or JSON key)."""
+    root.mapping(FILE_KEYS)
+    fields = root.child("fields")
+    fields.mapping(set(FIELD_NAMES))
+    missing = [name for name in REQUIRED_FIELDS if fields.value.get(name) is None]
+    if missing:
+        raise fields.fail(f"required field is missing (needed: {list(REQUIRED_FIELDS)})", f"fields.{missing[0]}")
+    specs = {}
+    for name, value in fields.value.items():
+        child = fields.child(name)
+        if isinstance(value, dict):
+            child.mapping({"column", "split"})
+            column = child.child("column").string() or ""
+            split = child.child("split").strings() if value.get("split") is not None else ()
+            if split and name not in MANY_FIELDS:
+                raise child.fail(f"'split' only applies to {list(MANY_FIELDS)}", f"{child.key}.split")
+        else:
+            column, split = child.string() or "", ()
+        specs[name] = FieldSpec(name, (SelectorSpec("column", column),), name in REQUIRED_FIELDS, split)
+    return Profile(
+        name=root.child("name").string() or "", path=path, kind=kind, base_url="", start_urls=(),
+        links=MappingProxyType({}), fields=MappingProxyType(specs), price=_price(root.child("price")),
+        trusted=root.child("trusted").boolean(False),
+        location=root.child("location").string(required=False) or "",
     )
 
 

@@ -1,0 +1,138 @@
+"""The apply worker: turns each decision of the approved queue into product-DB writes.
+
+One job: lease it, write (idempotently: an entity is found by its key before it is created, a
+synonym is added only when missing, a price only when it is still the old one), settle the
+entry (decided from now on), release the items it held back through the same writer the
+crawler uses, ack. A worker killed anywhere leaves the job leased; when the lease runs out
+another worker (or the same one, restarted) does it again, and the writes find their rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine, insert, select, update
+
+from recordhound.config import ReviewConfig
+from recordhound.db import entities
+from recordhound.db.engine import lock_for_writing
+from recordhound.db.models import Offer, OfferHistory
+from recordhound.db.store import CatalogWriter
+from recordhound.review.items import release_from_doc
+from recordhound.review.queue import ReviewError, ReviewQueue
+from recordhound.text import name_key
+
+logger = logging.getLogger(__name__)
+Doc = dict[str, Any]
+
+
+class ApplyWorker:
+    def __init__(self, engine: Engine, queue: ReviewQueue, writer: CatalogWriter, config: ReviewConfig) -> None:
+        self.engine, self.queue, self.writer, self.config = engine, queue, writer, config
+        self.name = f"{socket.gethostname()}-{os.getpid()}"
+        self.counts: Counter[str] = Counter()
+
+    def run(self, follow: bool = False, stop: Any = None) -> Counter[str]:
+        """Apply approved jobs until the queue is empty (or, with ``follow``, until ``stop()``)."""
+        started = last_log = time.monotonic()
+        while stop is None or not stop():
+            if self.config.ttl_seconds:
+                for entry_id in self.queue.expire(self.config.ttl_seconds):
+                    logger.warning("Review entry %s expired (RECORDHOUND_REVIEW_TTL_SECONDS): moved to failed",
+                                   entry_id)
+            job = self.queue.lease(self.name, self.config.lease_seconds)
+            if job is None:
+                if not follow:
+                    break
+                time.sleep(self.config.poll_seconds)
+                continue
+            self.apply_one(job)
+            if time.monotonic() - last_log >= 10:
+                last_log = time.monotonic()
+                logger.info("Applied %d jobs (%.1f/s), %d failed", self.counts["completed"],
+                            self.counts["completed"] / (last_log - started), self.counts["failed"])
+        return self.counts
+
+    def apply_one(self, job: Doc) -> Doc | None:
+        try:
+            entry = self.queue.entry(job["entry_id"])
+            outcome = self._write(job, entry)
+            if self.config.ack_delay_seconds:
+                time.sleep(self.config.ack_delay_seconds)
+            self.queue.settle(job, outcome)
+            released = self._release(job["entry_id"]) if entry["kind"] != "price" else Counter()
+        except Exception as exc:  # noqa: BLE001 - any error fails this job, never the worker
+            error = f"{type(exc).__name__}: {exc}"
+            logger.error("Job %s (%s entry %s) failed: %s", job["id"], job["action"], job["entry_id"], error)
+            self.queue.fail(job, error)
+            self.counts["failed"] += 1
+            return None
+        result = {**outcome, "items": dict(released)}
+        if self.queue.complete(job, result):
+            self.counts["completed"] += 1
+            logger.info("Job %s applied: %s %s entry %s → %s; items released: %s", job["id"], job["action"],
+                        entry["kind"], job["entry_id"], outcome, dict(released) or "none")
+        return result
+
+    def _write(self, job: Doc, entry: Doc) -> Doc:
+        if entry["kind"] == "price":
+            return self._price(job, entry)
+        action, kind = job["action"], entry["kind"]
+        if action == "skip":
+            return {"status": "skipped", "entity_id": None}
+        with self.engine.begin() as conn:
+            lock_for_writing(conn)
+            if action == "merge":
+                entity_id = int(job["into"])
+                if not entities.exists(conn, kind, entity_id):
+                    raise ReviewError(f"cannot merge into {kind} {entity_id}: no such {kind}")
+                status = "merged"
+            else:
+                name = job["fields"].get("name", entry["name"]).strip() if action == "edit" else entry["name"]
+                found = entities.by_key(conn, kind, name_key(name))
+                if found is None:
+                    entity_id = entities.create_unknown(conn, kind, {name_key(name): [name]})[name]
+                else:
+                    entity_id = found
+                status = "edited" if action == "edit" else "approved"
+            spellings = [s for s in entry["spellings"]
+                         if s not in entities.known_spellings(conn, kind, entry["spellings"])]
+            entities.attach(conn, kind, dict.fromkeys(spellings, entity_id))
+        return {"status": status, "entity_id": entity_id}
+
+    def _price(self, job: Doc, entry: Doc) -> Doc:
+        if job["action"] == "skip":
+            return {"status": "rejected", "entity_id": None}
+        new_price = None if entry["new_price"] is None else Decimal(entry["new_price"])
+        with self.engine.begin() as conn:
+            lock_for_writing(conn)
+            row = conn.execute(select(Offer.price, Offer.currency).where(Offer.id == entry["offer_id"])).one_or_none()
+            if row is None:
+                raise ReviewError(f"offer {entry['offer_id']} no longer exists")
+            if (row.price, row.currency) != (new_price, entry["new_currency"]):
+                conn.execute(update(Offer).where(Offer.id == entry["offer_id"])
+                             .values(price=new_price, currency=entry["new_currency"]))
+                conn.execute(insert(OfferHistory).values(
+                    offer_id=entry["offer_id"], old_price=row.price, new_price=new_price,
+                    old_currency=row.currency, new_currency=entry["new_currency"], changed_at=datetime.now(UTC)))
+        return {"status": "approved", "entity_id": None, "offer_id": entry["offer_id"]}
+
+    def _release(self, entry_id: int) -> Counter[str]:
+        """The items this entry held back go through the writer again: stored, still parked
+        (on another pending name), or rejected (a skip took their only artist)."""
+        counts: Counter[str] = Counter()
+        by_source: dict[int, list[Doc]] = {}
+        for parked in self.queue.parked_items(entry_id):
+            by_source.setdefault(int(parked["source_id"]), []).append(parked["item"])
+        for source_id, docs in by_source.items():
+            result = self.writer.write(source_id, [release_from_doc(d) for d in docs], trusted=False)
+            counts.update({k: v for k, v in result.counts.items()
+                           if k in ("stored", "parked", "rejected", "prices_held") and v})
+        return counts

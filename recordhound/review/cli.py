@@ -1,0 +1,195 @@
+"""`recordhound review ...` and `recordhound apply`: the review queue from a terminal."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from recordhound.review.queue import ENTITY_KINDS
+
+Doc = dict[str, Any]
+
+
+def _settings():  # type: ignore[no-untyped-def]
+    from recordhound.config import project_settings
+
+    settings = project_settings()
+    for pair in click.get_current_context().find_root().meta.get("recordhound.review_settings", ()):
+        settings.set(*pair, priority="cmdline")
+    return settings
+
+
+def _queue():  # type: ignore[no-untyped-def]
+    from recordhound.config import ReviewConfig
+    from recordhound.review.factory import open_queue
+
+    return open_queue(ReviewConfig.from_settings(_settings()))
+
+
+def _when(timestamp: float | None) -> str:
+    if not timestamp:
+        return "-"
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=1, ensure_ascii=False, default=str))
+
+
+def describe(entry: Doc) -> str:
+    if entry["kind"] == "price":
+        change = "currency change" if entry["change_pct"] is None else f"{entry['change_pct']:+.2f} %"
+        return (f"#{entry['id']} price  offer {entry['offer_id']} ({entry['external_id']}): "
+                f"{entry['old_price']} {entry['old_currency'] or ''} → {entry['new_price']} "
+                f"{entry['new_currency'] or ''} ({change}) [{entry['status']}]")
+    sources = sorted({s["source_name"] for s in entry.get("sources", ())})
+    suggestions = ", ".join(f"{s['name']} (#{s['id']}, {s['score']:.0f})" for s in entry.get("suggestions", ()))
+    return (f"#{entry['id']} {entry['kind']:6} {entry['name']!r}: {entry['waiting']} items waiting, "
+            f"spellings {entry['spellings']}, sources {sources} [{entry['status']}]"
+            + (f"\n      suggested merges: {suggestions}" if suggestions else ""))
+
+
+def register(main: click.Group, setting_option: Any) -> None:
+    @main.group()
+    @setting_option
+    @click.pass_context
+    def review(ctx: click.Context, settings: list[tuple[str, str]]) -> None:
+        """The review queue: pending artists/labels/styles and price changes (Redis when REDIS_URL is set)."""
+        ctx.find_root().meta["recordhound.review_settings"] = settings
+
+    @review.command("list")
+    @click.option("--type", "kind", type=click.Choice([*ENTITY_KINDS, "price"]), default=None)
+    @click.option("--source", default=None, help="only entries seen in this source")
+    @click.option("--json", "as_json", is_flag=True)
+    def review_list(kind: str | None, source: str | None, as_json: bool) -> None:
+        """Entries waiting for a decision (oldest first)."""
+        queue = _queue()
+        entries = queue.entries(kind, source)
+        if as_json:
+            _echo_json(entries)
+            return
+        for entry in entries:
+            click.echo(describe(entry))
+        counts = queue.counts()
+        click.echo(f"{len(entries)} entries listed; queue: {counts['pending']} pending names, "
+                   f"{counts['price_changes']} price changes, {counts['parked']} items parked, "
+                   f"{counts['approved']} decisions to apply, {counts['failed']} failed")
+
+    @review.command("show")
+    @click.argument("entry_id", type=int)
+    @click.option("--json", "as_json", is_flag=True)
+    def review_show(entry_id: int, as_json: bool) -> None:
+        """One entry: spellings, sources and lines, suggestions, the items it holds back."""
+        queue = _queue()
+        entry = queue.entry(entry_id)
+        parked = queue.parked_items(entry_id)
+        if as_json:
+            _echo_json({**entry, "parked_items": parked})
+            return
+        click.echo(describe(entry))
+        click.echo(f"  created {_when(entry['created_at'])}, attempts {entry.get('attempts', 0)}, "
+                   f"last error: {entry.get('last_error') or '-'}")
+        for source in entry.get("sources", ()):
+            click.echo(f"  seen in {source['source_name']} (source {source['source_id']}): {source['ref']}")
+        for item in parked:
+            click.echo(f"  waiting: {item['item']['title']!r} by {item['item']['artists']} ({item['ref']})")
+
+    def decision(name: str, help_text: str) -> Any:
+        def run(entry_id: int, **options: Any) -> None:
+            job = _queue().decide(entry_id, name, into=options.get("into"), fields=options.get("fields"))
+            click.echo(f"job {job['id']}: {name} entry {entry_id} queued; `recordhound apply` carries it out")
+        run.__doc__ = help_text
+        return review.command(name)(click.argument("entry_id", type=int)(run))
+
+    decision("approve", "Create the entity (or approve the price change).")
+    decision("skip", "Drop the name from its items (reject a price change).")
+
+    @review.command("merge")
+    @click.argument("entry_id", type=int)
+    @click.option("--into", type=int, required=True, help="the id of the existing entity")
+    def review_merge(entry_id: int, into: int) -> None:
+        """The name becomes a synonym of an existing entity."""
+        job = _queue().decide(entry_id, "merge", into=into)
+        click.echo(f"job {job['id']}: merge entry {entry_id} into {into} queued")
+
+    @review.command("edit")
+    @click.argument("entry_id", type=int)
+    @click.option("--set", "values", multiple=True, required=True, metavar="FIELD=VALUE")
+    def review_edit(entry_id: int, values: tuple[str, ...]) -> None:
+        """Change fields (name=...), then approve."""
+        fields = {}
+        for value in values:
+            name, sep, text = value.partition("=")
+            if not sep:
+                raise click.BadParameter(f"expected FIELD=VALUE, got {value!r}", param_hint="--set")
+            fields[name.strip()] = text
+        job = _queue().decide(entry_id, "edit", fields=fields)
+        click.echo(f"job {job['id']}: edit entry {entry_id} {fields} queued")
+
+    @review.command("failed")
+    @click.option("--json", "as_json", is_flag=True)
+    def review_failed(as_json: bool) -> None:
+        """Jobs that failed (and expired entries), with the error and attempt count."""
+        jobs = _queue().jobs("failed")
+        if as_json:
+            _echo_json(jobs)
+            return
+        for job in jobs:
+            click.echo(f"job {job['id']}: {job['action']} {job['kind']} entry {job['entry_id']} "
+                       f"({job.get('name')!r}), attempts {job['attempts']}: {job['last_error']}")
+        click.echo(f"{len(jobs)} failed")
+
+    @review.command("completed")
+    @click.option("--json", "as_json", is_flag=True)
+    def review_completed(as_json: bool) -> None:
+        """Jobs applied, with what they did."""
+        jobs = _queue().jobs("completed")
+        if as_json:
+            _echo_json(jobs)
+            return
+        for job in jobs:
+            click.echo(f"job {job['id']}: {job['action']} {job['kind']} entry {job['entry_id']} "
+                       f"({job.get('name')!r}) at {_when(job.get('finished_at'))}: {job.get('result')}")
+
+    @review.command("retry")
+    @click.argument("job_id", type=int)
+    def review_retry(job_id: int) -> None:
+        """Put a failed job back in the approved queue (an expired entry back to pending)."""
+        job = _queue().retry(job_id)
+        where = "pending" if job["action"] == "expire" else "the approved queue"
+        click.echo(f"job {job_id}: back in {where}")
+
+    @main.command("apply")
+    @setting_option
+    @click.option("--follow", is_flag=True, help="keep running and apply decisions as they come")
+    @click.pass_context
+    def apply_command(ctx: click.Context, settings: list[tuple[str, str]], follow: bool) -> None:
+        """Carry out the approved decisions: product-DB writes, then completed (or failed)."""
+        from recordhound.config import ReviewConfig, StoreConfig
+        from recordhound.db.engine import make_engine
+        from recordhound.db.migrate import upgrade
+        from recordhound.db.store import CatalogWriter, ReviewPolicy
+        from recordhound.review.apply import ApplyWorker
+        from recordhound.review.factory import open_queue
+        from datetime import timedelta
+
+        ctx.find_root().meta["recordhound.review_settings"] = settings
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        project = _settings()
+        store, review_config = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
+        engine = make_engine(store.database_url)
+        upgrade(engine)
+        queue = open_queue(review_config)
+        writer = CatalogWriter(engine, timedelta(seconds=store.last_seen_resolution_seconds), queue,
+                               ReviewPolicy(False, review_config.price_threshold_pct))
+        worker = ApplyWorker(engine, queue, writer, review_config)
+        try:
+            counts = worker.run(follow=follow)
+        except KeyboardInterrupt:
+            counts = worker.counts
+        click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
+                   f"({review_config.backend} queue)")

@@ -1,0 +1,284 @@
+"""The review queue's contract, run on both backends (embedded + SQLite, Redis + PostgreSQL):
+matching, parking, each decision, the apply worker's idempotence, failures, retries, TTL, prices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from recordhound.items import Release
+from recordhound.review.queue import Origin, Parked, ReviewError, Unknown
+from tests.integration.review_env import ReviewEnv, review_env
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ReviewEnv]:
+    with review_env(request.param, tmp_path) as opened:
+        yield opened
+
+
+def release(sku: str, artists: list[str], label: str | None = None, styles: list[str] | None = None,
+            price: str | None = "10.00", title: str | None = None) -> Release:
+    return Release(source="demo", url=f"http://127.0.0.1/release/{sku}", external_id=sku,
+                   title=title or f"Title {sku}", artists=artists, label=label, styles=styles or [],
+                   price=None if price is None else Decimal(price), currency="EUR" if price else None)
+
+
+def rows(env: ReviewEnv, sql: str, **params: object) -> list[tuple]:  # type: ignore[type-arg]
+    with env.engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(text(sql), params).all()]
+
+
+def offer_skus(env: ReviewEnv) -> set[str]:
+    return {sku for (sku,) in rows(env, "SELECT external_id FROM offers")}
+
+
+def pending(env: ReviewEnv, name: str) -> dict:  # type: ignore[type-arg]
+    found = [e for e in env.queue.entries() if e["name"] == name]
+    assert len(found) == 1, f"{name!r} should be one pending entry: {env.queue.entries()}"
+    return found[0]
+
+
+def decide_and_apply(env: ReviewEnv, name: str, action: str, **options: object) -> dict:  # type: ignore[type-arg]
+    env.queue.decide(pending(env, name)["id"], action, **options)  # type: ignore[arg-type]
+    counts = env.worker().run()
+    assert counts["failed"] == 0, env.queue.jobs("failed")
+    return env.queue.jobs("completed")[-1]
+
+
+def test_known_names_match_by_key_and_synonym_and_are_recorded(env: ReviewEnv) -> None:
+    source = env.source()
+    beatles = env.seed("artist", "The Beatles")["The Beatles"]
+    hiphop = env.seed("style", "Hip Hop")["Hip Hop"]
+    result = env.writer().write(source, [
+        release("a1", ["Beatles, The"], styles=["Hip-Hop"]),
+        release("a2", ["the beatles"], styles=["hip hop"]),
+        release("a3", ["Beatles, The"]),
+    ])
+    assert result.counts["stored"] == 3 and result.counts["parked"] == 0
+    synonyms = rows(env, "SELECT spelling, artist_id FROM artist_synonyms ORDER BY spelling")
+    assert synonyms == [("Beatles, The", beatles), ("The Beatles", beatles), ("the beatles", beatles)]  # once each
+    assert {s for (s,) in rows(env, "SELECT spelling FROM style_synonyms")} == {"Hip Hop", "Hip-Hop", "hip hop"}
+    meta = rows(env, "SELECT metadata FROM sources WHERE id = :id", id=source)[0][0]
+    meta = meta if isinstance(meta, dict) else __import__("json").loads(meta)
+    assert meta["matched_artists"] == {"Beatles, The": beatles, "the beatles": beatles}
+    assert meta["matched_styles"] == {"Hip-Hop": hiphop, "hip hop": hiphop}
+    assert env.queue.entries() == []
+
+
+def test_unknown_names_park_items_once_per_name_with_counts_and_suggestions(env: ReviewEnv) -> None:
+    source = env.source()
+    env.seed("artist", "Daft Punk")
+    writer = env.writer()
+    writer.write(source, [release("b1", ["Daft Pnuk"], label="Warp"), release("b2", ["DAFT PNUK"])])
+    writer.write(source, [release("b3", ["Daft Pnuk", "Aphex Twin"], label="Warp")])
+    writer.write(source, [release("b3", ["Daft Pnuk", "Aphex Twin"], label="Warp")])  # the same page again
+    entry = pending(env, "Daft Pnuk")
+    assert entry["kind"] == "artist" and entry["waiting"] == 3
+    assert sorted(entry["spellings"]) == ["DAFT PNUK", "Daft Pnuk"]
+    assert entry["suggestions"][0]["name"] == "Daft Punk" and entry["suggestions"][0]["score"] > 80
+    assert {s["ref"] for s in entry["sources"]} == {f"http://127.0.0.1/release/b{i}" for i in (1, 2, 3)}
+    assert entry["sources"][0]["source_name"] == "demo" and entry["sources"][0]["source_id"] == source
+    assert pending(env, "Warp")["waiting"] == 2 and pending(env, "Aphex Twin")["waiting"] == 1
+    assert entry["attempts"] == 0 and entry["last_error"] is None and entry["created_at"] > 0
+    assert offer_skus(env) == set()
+    assert rows(env, "SELECT count(*) FROM artists") == [(1,)]
+    assert env.queue.counts()["parked"] == 3
+
+
+def test_trusted_source_creates_unknown_entities(env: ReviewEnv) -> None:
+    source = env.source()
+    result = env.writer(trusted=True).write(source, [release("t1", ["New Artist"], label="New Label")])
+    assert result.counts["stored"] == 1 and result.counts["artists_new"] == 1
+    assert rows(env, "SELECT id, name FROM artists") == [(1, "New Artist")]
+    meta = rows(env, "SELECT metadata FROM sources")[0][0]
+    meta = meta if isinstance(meta, dict) else __import__("json").loads(meta)
+    assert meta["auto_approved"] == {"artists": 1, "labels": 1}
+    assert env.queue.entries() == []
+
+
+def test_approve_releases_items_when_their_last_entity_is_decided(env: ReviewEnv) -> None:
+    source = env.source()
+    env.writer().write(source, [release("c1", ["Solo"]), release("c2", ["Solo", "Duo"]),
+                                release("c3", ["Duo"], label="Lbl")])
+    job = decide_and_apply(env, "Solo", "approve")
+    assert offer_skus(env) == {"c1"}
+    assert job["result"]["items"] == {"stored": 1, "parked": 1}
+    assert pending(env, "Duo")["waiting"] == 2
+    decide_and_apply(env, "Duo", "approve")
+    assert offer_skus(env) == {"c1", "c2"}
+    decide_and_apply(env, "Lbl", "approve")
+    assert offer_skus(env) == {"c1", "c2", "c3"}
+    assert rows(env, "SELECT id, name FROM artists ORDER BY id") == [(1, "Solo"), (2, "Duo")]
+    assert rows(env, "SELECT name FROM labels") == [("Lbl",)]
+    assert env.queue.counts()["parked"] == 0 and env.queue.counts()["pending"] == 0
+    assert rows(env, "SELECT a.name FROM release_artists ra JOIN artists a ON a.id = ra.artist_id "
+                     "JOIN releases r ON r.id = ra.release_id WHERE r.title = 'Title c2' ORDER BY position"
+                ) == [("Solo",), ("Duo",)]
+
+
+def test_merge_makes_the_name_a_synonym_of_the_existing_entity(env: ReviewEnv) -> None:
+    source = env.source()
+    punk = env.seed("artist", "Daft Punk")["Daft Punk"]
+    env.writer().write(source, [release("m1", ["Daft Pnuk"]), release("m2", ["DAFT PNUK"])])
+    decide_and_apply(env, "Daft Pnuk", "merge", into=punk)
+    assert rows(env, "SELECT id, name FROM artists") == [(punk, "Daft Punk")]
+    assert sorted(rows(env, "SELECT spelling, artist_id FROM artist_synonyms")) == [
+        ("DAFT PNUK", punk), ("Daft Pnuk", punk), ("Daft Punk", punk)]
+    assert offer_skus(env) == {"m1", "m2"}
+    assert {a for (a,) in rows(env, "SELECT artist_id FROM release_artists")} == {punk}
+    env.writer().write(source, [release("m3", ["Daft Pnuk"])])  # seen again: matched straight away
+    assert offer_skus(env) == {"m1", "m2", "m3"} and env.queue.entries() == []
+
+
+def test_skip_drops_the_name_and_rejects_items_left_without_an_artist(env: ReviewEnv) -> None:
+    source = env.source()
+    env.seed("artist", "Known")
+    env.writer().write(source, [release("s1", ["Known", "Noise"]),
+                                release("s2", ["Noise"]), release("s3", ["Known"], label="Junk Label")])
+    decide_and_apply(env, "Noise", "skip")
+    assert offer_skus(env) == {"s1"}
+    assert rows(env, "SELECT count(*) FROM release_artists") == [(1,)]
+    rejected = env.queue.rejected()
+    assert [r["key"] for r in rejected] == [f"{source}:s2"]
+    assert "every artist was skipped" in rejected[0]["reason"] and rejected[0]["ref"].endswith("/s2")
+    decide_and_apply(env, "Junk Label", "skip")
+    assert offer_skus(env) == {"s1", "s3"}
+    assert rows(env, "SELECT label_id FROM releases WHERE title = 'Title s3'") == [(None,)]
+    env.writer().write(source, [release("s4", ["Known", "Noise"])])  # skipped names stay skipped
+    assert offer_skus(env) == {"s1", "s3", "s4"} and env.queue.entries() == []
+
+
+def test_edit_changes_the_name_then_approves(env: ReviewEnv) -> None:
+    source = env.source()
+    env.writer().write(source, [release("e1", ["Aphex Twim"])])
+    entry = pending(env, "Aphex Twim")
+    with pytest.raises(ReviewError, match="edit can set name"):
+        env.queue.decide(entry["id"], "edit", fields={"year": "1999"})
+    job = decide_and_apply(env, "Aphex Twim", "edit", fields={"name": "Aphex Twin"})
+    assert job["result"]["status"] == "edited"
+    assert rows(env, "SELECT name FROM artists") == [("Aphex Twin",)]
+    assert sorted(rows(env, "SELECT spelling FROM artist_synonyms")) == [("Aphex Twim",), ("Aphex Twin",)]
+    assert offer_skus(env) == {"e1"}
+    env.writer().write(source, [release("e2", ["APHEX TWIM"])])  # the decided key, another spelling
+    assert offer_skus(env) == {"e1", "e2"} and env.queue.entries() == []
+
+
+def test_failed_job_keeps_error_and_attempts_and_can_be_retried(env: ReviewEnv) -> None:
+    source = env.source()
+    env.writer().write(source, [release("f1", ["Orphan"])])
+    entry = pending(env, "Orphan")
+    env.queue.decide(entry["id"], "merge", into=999)
+    assert env.worker().run()["failed"] == 1
+    [failed] = env.queue.jobs("failed")
+    assert failed["attempts"] == 1 and "no such artist" in failed["last_error"]
+    assert env.queue.entry(entry["id"])["last_error"] == failed["last_error"]
+    env.queue.retry(failed["id"])
+    assert env.queue.entry(entry["id"])["status"] == "queued"
+    with pytest.raises(ReviewError, match="not pending"):
+        env.queue.decide(entry["id"], "approve")
+    assert env.worker().run()["failed"] == 1
+    [failed] = env.queue.jobs("failed")
+    assert failed["attempts"] == 2 and env.queue.entry(entry["id"])["attempts"] == 2
+    target = env.seed("artist", "Orphans")["Orphans"]
+    env.queue.decide(entry["id"], "merge", into=target)  # a new decision replaces the failed one
+    assert env.worker().run()["completed"] == 1
+    assert env.queue.jobs("failed") == []
+    assert [j["result"]["status"] for j in env.queue.jobs("completed")] == ["superseded", "merged"]
+    assert offer_skus(env) == {"f1"}
+    with pytest.raises(ReviewError, match="not in the failed queue"):
+        env.queue.retry(failed["id"])
+
+
+def test_applying_a_job_twice_has_the_effect_of_once(env: ReviewEnv) -> None:
+    source = env.source()
+    env.writer().write(source, [release("i1", ["Twice", "Also"]), release("i2", ["Twice"])])
+    env.queue.decide(pending(env, "Twice")["id"], "approve")
+    worker = env.worker()
+    job = env.queue.lease(worker.name, 30)
+    assert job is not None
+    before = None
+    for _ in range(2):  # a worker killed after the writes, before the ack, runs it again
+        entry = env.queue.entry(job["entry_id"])
+        outcome = worker._write(job, entry)
+        env.queue.settle(job, outcome)
+        worker._release(job["entry_id"])
+        snapshot = (rows(env, "SELECT id, name FROM artists"), rows(env, "SELECT spelling FROM artist_synonyms"),
+                    sorted(offer_skus(env)), env.queue.counts())
+        assert before is None or snapshot == before
+        before = snapshot
+    assert env.queue.complete(job, {"status": "approved"})
+    assert not env.queue.complete(job, {"status": "approved"})  # acked once
+    assert rows(env, "SELECT name FROM artists") == [("Twice",)] and offer_skus(env) == {"i2"}
+
+
+def test_expired_lease_returns_the_job(env: ReviewEnv) -> None:
+    source = env.source()
+    env.writer().write(source, [release("l1", ["Leased"])])
+    env.queue.decide(pending(env, "Leased")["id"], "approve")
+    first = env.queue.lease("dead-worker", 0.01)
+    assert first is not None and env.queue.lease("other", 30) is None
+    import time
+    time.sleep(0.05)
+    again = env.queue.lease("other", 30)
+    assert again is not None and again["id"] == first["id"] and again["attempts"] == 2
+    assert not env.queue.complete({**first, "id": 10**9}, {})
+
+
+def test_park_reports_items_whose_entry_was_decided_meanwhile(env: ReviewEnv) -> None:
+    source = env.source()
+    env.writer().write(source, [release("r1", ["Racer"])])
+    entry = pending(env, "Racer")
+    env.queue.decide(entry["id"], "skip")
+    job = env.queue.lease("w", 30)
+    env.queue.settle(job, {"status": "skipped", "entity_id": None})
+    late = Parked(f"{source}:r2", {}, Origin(source, "demo", "x"), [Unknown("artist", "racer", "Racer")])
+    assert env.queue.park([late], lambda *_: []) == [late]
+    assert env.queue.decisions("artist", ["racer"])["racer"]["status"] == "skipped"
+
+
+def test_ttl_moves_old_entries_to_failed_with_the_reason(env: ReviewEnv) -> None:
+    source = env.source()
+    env.writer().write(source, [release("x1", ["Stale"])])
+    entry = pending(env, "Stale")
+    assert env.queue.expire(3600) == []
+    import time
+    time.sleep(0.05)
+    assert env.queue.expire(0.01) == [entry["id"]]
+    [failed] = env.queue.jobs("failed")
+    assert failed["action"] == "expire" and "RECORDHOUND_REVIEW_TTL_SECONDS" in failed["last_error"]
+    assert env.queue.entries() == [] and env.queue.counts()["parked"] == 1  # nothing deleted
+    env.queue.retry(failed["id"])
+    assert pending(env, "Stale")["waiting"] == 1
+
+
+def test_price_changes_above_the_threshold_wait_for_approval(env: ReviewEnv) -> None:
+    source = env.source()
+    writer = env.writer(trusted=True)
+    writer.write(source, [release("p1", ["Artist"], price="100.00"), release("p2", ["Artist"], price="100.00"),
+                          release("p3", ["Artist"], price="100.00")])
+    result = writer.write(source, [release("p1", ["Artist"], price="104.00"),
+                                   release("p2", ["Artist"], price="120.00"),
+                                   release("p3", ["Artist"], price="50.00")])
+    assert result.counts["price_changes"] == 1 and result.counts["prices_held"] == 2
+    prices = dict(rows(env, "SELECT external_id, price FROM offers"))
+    assert prices == {"p1": Decimal("104.00"), "p2": Decimal("100.00"), "p3": Decimal("100.00")}
+    held = {e["external_id"]: e for e in env.queue.entries(kind="price")}
+    assert held["p2"]["change_pct"] == 20.0 and held["p2"]["old_price"] == "100.00"
+    assert held["p2"]["new_price"] == "120.00" and held["p3"]["change_pct"] == 50.0
+    writer.write(source, [release("p2", ["Artist"], price="120.00")])  # seen again: still one entry
+    assert len(env.queue.entries(kind="price")) == 2
+    env.queue.decide(held["p2"]["id"], "approve")
+    env.queue.decide(held["p3"]["id"], "skip")
+    assert env.worker().run()["completed"] == 2
+    prices = dict(rows(env, "SELECT external_id, price FROM offers"))
+    assert prices == {"p1": Decimal("104.00"), "p2": Decimal("120.00"), "p3": Decimal("100.00")}
+    history = rows(env, "SELECT o.external_id, h.old_price, h.new_price FROM offer_history h "
+                        "JOIN offers o ON o.id = h.offer_id ORDER BY h.id")
+    assert history == [("p1", Decimal("100.00"), Decimal("104.00")), ("p2", Decimal("100.00"), Decimal("120.00"))]
+    writer.write(source, [release("p3", ["Artist"], price="50.00")])  # rejected: not asked again
+    assert env.queue.entries(kind="price") == []
