@@ -302,19 +302,25 @@ def import_file(source: str, path: str | None, restart: bool, batch_size: int,
 @click.option("--releases", default=500, show_default=True, type=click.IntRange(20))
 @click.option("--seed", default=1, show_default=True)
 @click.option("--epoch", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--review", is_flag=True,
+              help="send unknown names to the review queue (default: a trusted first import creates them)")
 @click.argument("scrapy_args", nargs=-1, type=click.UNPROCESSED)
-def demo(releases: int, seed: int, epoch: int, scrapy_args: tuple[str, ...]) -> None:
+def demo(releases: int, seed: int, epoch: int, review: bool, scrapy_args: tuple[str, ...]) -> None:
     """Start the demo shop on a free port and run `scrapy crawl catalog -a source=demo` on it."""
     from recordhound.demo.process import ShopProcess
 
+    trust = () if review else ("-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true")
     with ShopProcess(releases, seed, epoch) as shop:
         click.echo(f"demo shop at {shop.url}", err=True)
         command = ["scrapy", "crawl", "catalog", "-a", "source=demo", "-a", f"base_url={shop.url}",
-                   *scrapy_args]
+                   *trust, *scrapy_args]
         click.echo("$ " + " ".join(command), err=True)
         env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get(
             "SCRAPY_SETTINGS_MODULE", "recordhound.settings")}
         code = subprocess.call([sys.executable, "-m", "scrapy", *command[1:]], env=env)
+    if code == 0:
+        click.echo("next: `recordhound review list` shows what waits for a decision; "
+                   "`recordhound review approve ID` then `recordhound apply` writes it", err=True)
     raise SystemExit(code)
 
 

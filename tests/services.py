@@ -82,11 +82,17 @@ class CrawlResult:
     cpu_seconds: float  # user + system time of the crawl process
 
 
-def run_crawl(workdir: Path, database_url: str, *args: str, timeout: float = 300) -> CrawlResult:
-    """`scrapy crawl catalog ARGS` as a real subprocess with its own folder and database."""
+TRUSTED = ("-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true")
+
+
+def run_crawl(workdir: Path, database_url: str, *args: str, timeout: float = 300, trusted: bool = True) -> CrawlResult:
+    """`scrapy crawl catalog ARGS` as a real subprocess with its own folder and database.
+
+    ``trusted``: the crawl creates the entities it finds (a first import), for tests of
+    storing and crawling; the review tests pass False."""
     stats_file = workdir / f"stats-{uuid.uuid4().hex[:8]}.json"
     env = {**os.environ, "DATABASE_URL": database_url, "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
-    command = [sys.executable, "-m", "scrapy", "crawl", "catalog", *args,
+    command = [sys.executable, "-m", "scrapy", "crawl", "catalog", *args, *(TRUSTED if trusted else ()),
                "-s", f"RECORDHOUND_STATS_FILE={stats_file}", "-s", "LOG_LEVEL=INFO"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)

@@ -15,6 +15,8 @@ from typing import Any
 from recordhound.frontier.backend import Counts, FrontierBackend
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.frontier.sqlite import SqliteFrontier
+from recordhound.review.docstore import RedisDocStore
+from tests.services import TRUSTED
 
 
 class CrawlSetup:
@@ -35,7 +37,7 @@ class CrawlSetup:
         args = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", "source=demo",
                 "-a", f"base_url={self.shop_url}", "-s", f"RECORDHOUND_STATS_FILE={stats}",
                 "-s", "LOG_LEVEL=INFO", "-s", "RECORDHOUND_SUMMARY_ENABLED=false",
-                "-s", f"RECORDHOUND_REDIS_PREFIX={self.prefix}"]
+                "-s", f"RECORDHOUND_REDIS_PREFIX={self.prefix}", *TRUSTED]
         for setting in settings:
             args += ["-s", setting]
         process = subprocess.Popen(args, cwd=self.workdir, env=self.env(), stdout=log, stderr=log)
@@ -61,6 +63,9 @@ class CrawlSetup:
             backend = self.backend()
             backend.reset()
             backend.close()
+            queue = RedisDocStore(self.redis_url, self.prefix)
+            queue.drop()
+            queue.close()
 
 
 class Crawler:

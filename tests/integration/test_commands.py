@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 import sys
@@ -28,6 +30,15 @@ def test_demo_command_runs_the_main_job_on_embedded_defaults(tmp_path: Path) -> 
     assert "offers:   62 new" in done.stdout
     db = ProductDb(f"sqlite:///{tmp_path / 'recordhound.sqlite3'}")
     assert db.counts()["releases"] == 60
+    before = db.snapshot()
+    review = _recordhound(tmp_path, "demo", "--releases", "80", "--epoch", "1", "--review", env=env)
+    assert review.returncode == 0, review.stderr[-3000:]
+    parked = int(review.stdout.split(" parked for review")[0].rsplit(" ", 1)[-1])
+    assert parked > 0  # the bigger catalog has names the first import did not create
+    listed = _recordhound(tmp_path, "review", "list", "--json", env=env)
+    entries = json.loads(listed.stdout)
+    assert entries and sum(e["waiting"] for e in entries if e["kind"] != "price") >= parked
+    assert db.counts()["artists"] == before["counts"]["artists"]  # nothing unapproved got in
     db.close()
 
 

@@ -81,7 +81,8 @@ def deployment(tmp_path: Path) -> Iterator[tuple[Deployment, ShopProcess, str]]:
 
 def _schedule(deploy: Deployment, shop: ShopProcess, prefix: str, nodes: int) -> list[str]:
     done = deploy.recordhound("schedule", "demo", "--nodes", str(nodes), "--arg", f"base_url={shop.url}",
-                              "--setting", f"RECORDHOUND_REDIS_PREFIX={prefix}")
+                              "--setting", f"RECORDHOUND_REDIS_PREFIX={prefix}",
+                              "--setting", "RECORDHOUND_TRUST_NEW_ENTITIES=true")
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import recordhound
 from recordhound.demo.process import ShopProcess
 from tests.integration.dbcheck import ProductDb
+from tests.services import TRUSTED
 
 
 def _zip_package(target: Path) -> Path:
@@ -33,7 +34,7 @@ def test_crawl_runs_from_a_zipped_package(tmp_path: Path) -> None:
     with ShopProcess(40, seed=2) as shop:
         expected = shop.truth()["counts"]
         done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", "source=demo",
-                               "-a", f"base_url={shop.url}"], env=env, cwd=tmp_path, capture_output=True,
+                               "-a", f"base_url={shop.url}", *TRUSTED], env=env, cwd=tmp_path, capture_output=True,
                               text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     db = ProductDb(f"sqlite:///{tmp_path / 'p.sqlite3'}")
