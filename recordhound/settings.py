@@ -36,6 +36,8 @@ SPIDER_MIDDLEWARES = {
 DOWNLOADER_MIDDLEWARES = {
     # next to the downloader: retries and redirects work on replayed responses as on live ones
     "recordhound.middlewares.cassette.CassetteMiddleware": 950,
+    # profiles' `render:` specs → scrapy-playwright meta (before the cassette: replays stay offline)
+    "recordhound.middlewares.render.RenderMiddleware": 900,
 }
 ITEM_PIPELINES = {
     "recordhound.pipelines.normalize.NormalizePipeline": 100,
@@ -116,6 +118,12 @@ RECORDHOUND_APPLY_LEASE_SECONDS = 60.0
 RECORDHOUND_APPLY_POLL_SECONDS = 1.0
 # Wait this long between a job's product-DB writes and its ack (seconds; for crash tests only).
 RECORDHOUND_APPLY_ACK_DELAY_SECONDS = 0
+
+# --- JavaScript pages (scrapy-playwright) ------------------------------------------------
+# The Chromium that renders the link kinds a profile lists under `render:` (Debian: `chromium`).
+RECORDHOUND_CHROMIUM_PATH = "/usr/bin/chromium"
+# Browser pages open at once (count); more rendered requests wait. Pages are closed after use.
+RECORDHOUND_RENDER_MAX_PAGES = 4
 
 # --- Cassettes (offline spider tests) ---------------------------------------------
 # A betamax-format cassette of the crawl's responses (empty: off).

@@ -8,4 +8,5 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade "pip>=24,<27"
 .venv/bin/python -m pip install -q -e ".[test,deploy]"
 bash scripts/services.sh
+bash scripts/chromium.sh
 exec .venv/bin/python -m pytest "$@"

@@ -11,6 +11,9 @@ from scrapy.utils.request import request_from_dict
 from recordhound.exceptions import RecordhoundError
 
 LOCAL_META = ("recordhound_frontier_id",)  # meta keys that only make sense in this process
+# scrapy-playwright's keys hold live objects (PageMethod, Page); the render middleware puts
+# them back from the plain ``recordhound_render`` spec on every download.
+LOCAL_PREFIXES = ("playwright", "_playwright")
 
 
 class UnserializableRequest(RecordhoundError):
@@ -23,7 +26,8 @@ def dumps(request: Request, spider: Spider) -> str:
         data = request.to_dict(spider=spider)
     except ValueError as exc:  # callback/errback that is not a spider method
         raise UnserializableRequest(request, str(exc)) from exc
-    data["meta"] = {k: v for k, v in data["meta"].items() if k not in LOCAL_META}
+    data["meta"] = {k: v for k, v in data["meta"].items()
+                    if k not in LOCAL_META and not k.startswith(LOCAL_PREFIXES)}
     data["body"] = data["body"].decode("latin-1")
     data["headers"] = {_text(k): [_text(v) for v in values] for k, values in data["headers"].items()}
     try:

@@ -8,6 +8,7 @@ from typing import Mapping
 
 LINK_KINDS = ("pagination", "listing", "product")
 FILE_KINDS = ("csv", "xlsx", "json")
+RENDER_KINDS = ("start", *LINK_KINDS)  # "start": the start_urls
 FIELD_NAMES = (
     "external_id", "title", "artists", "label", "catalog_number",
     "year", "styles", "price", "currency", "in_stock",
@@ -50,6 +51,18 @@ class PriceSpec:
 
 
 @dataclass(frozen=True)
+class RenderSpec:
+    """Render this link kind's pages in a browser, waiting for a CSS selector (or the load event)."""
+
+    wait_for: str | None = None
+    timeout: float = 15.0  # seconds
+
+    def meta(self) -> dict[str, object]:
+        """Plain JSON for the request's meta (the frontier stores requests as JSON)."""
+        return {"wait_for": self.wait_for, "timeout_ms": int(self.timeout * 1000)}
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     path: str
@@ -62,6 +75,7 @@ class Profile:
     allowed_domains: tuple[str, ...] = ()
     trusted: bool = False
     location: str = ""  # file sources: the file's path
+    render: Mapping[str, RenderSpec] = field(default_factory=lambda: MappingProxyType({}))
 
     def field(self, name: str) -> FieldSpec | None:
         return self.fields.get(name)

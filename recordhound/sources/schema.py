@@ -22,12 +22,15 @@ from recordhound.sources.profile import (
     REQUIRED_FIELDS,
     FieldSpec,
     LinkSpec,
+    RENDER_KINDS,
     PriceSpec,
     Profile,
+    RenderSpec,
     SelectorSpec,
 )
 
-TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains"}
+TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
+            "render"}
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
 _CSS = HTMLTranslator()
@@ -103,7 +106,32 @@ def build_profile(path: str, document: Any) -> Profile:
         price=_price(root.child("price")),
         allowed_domains=_domains(root.child("allowed_domains")),
         trusted=root.child("trusted").boolean(False),
+        render=MappingProxyType(_render(root.child("render"))),
     )
+
+
+def _render(doc: _Doc) -> dict[str, RenderSpec]:
+    """``render: {product: {wait_for: "h1", timeout: 20}, listing: true}``"""
+    if doc.value is None:
+        return {}
+    doc.mapping(set(RENDER_KINDS))
+    found = {}
+    for kind, value in doc.value.items():
+        child = doc.child(kind)
+        if value is True:
+            found[kind] = RenderSpec()
+            continue
+        if value is False:
+            continue
+        child.mapping({"wait_for", "timeout"})
+        wait_for = child.child("wait_for").string(required=False)
+        if wait_for is not None:
+            _checked(child.child("wait_for"), "css", wait_for)
+        timeout = child.child("timeout").value
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+            raise child.fail(f"expected a number of seconds above 0, got {timeout!r}", f"{child.key}.timeout")
+        found[kind] = RenderSpec(wait_for, float(timeout or 15.0))
+    return found
 
 
 def _file_profile(root: _Doc, path: str, kind: str) -> Profile:

@@ -16,8 +16,9 @@ from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
 
 from recordhound.errors import record_error
-from recordhound.exceptions import ProfileError
+from recordhound.exceptions import ConfigError, ProfileError
 from recordhound.frontier.registry import report_failure
+from recordhound.middlewares.render import RENDER_META, enable_rendering
 from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release
 from recordhound.sources.schema import with_base_url
@@ -50,13 +51,19 @@ class CatalogSpider(scrapy.Spider):
         base_url = kwargs.pop("base_url", None)
         if base_url:
             profile = with_base_url(profile, base_url)
+        if profile.render:
+            try:
+                enable_rendering(crawler.settings, profile)
+            except ConfigError as exc:
+                logger.critical("Not crawling: %s", exc)
+                raise
         spider = super().from_crawler(crawler, *args, profile=profile, **kwargs)
         return spider  # type: ignore[return-value]
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.profile.start_urls:
             yield scrapy.Request(urljoin(self.profile.base_url, url), callback=self.parse_listing,
-                                 errback=self.on_error, meta={KIND_META: "listing"})
+                                 errback=self.on_error, meta=self._meta("listing", "start"))
 
     def parse_listing(self, response: Response) -> Iterator[scrapy.Request]:
         if not self._is_text(response):
@@ -65,7 +72,15 @@ class CatalogSpider(scrapy.Spider):
             callback = self.parse_product if kind == "product" else self.parse_listing
             for url in extract_links(response, link.selectors):  # type: ignore[arg-type]
                 yield scrapy.Request(url, callback=callback, errback=self.on_error,
-                                     priority=link.priority, meta={KIND_META: kind})
+                                     priority=link.priority, meta=self._meta(kind))
+
+    def _meta(self, kind: str, render_kind: str | None = None) -> dict[str, Any]:
+        """Plain JSON only: requests are stored in the frontier."""
+        meta: dict[str, Any] = {KIND_META: kind}
+        spec = self.profile.render.get(render_kind or kind)
+        if spec is not None:
+            meta[RENDER_META] = spec.meta()
+        return meta
 
     def parse_product(self, response: Response) -> Iterator[Any]:
         if self._is_text(response):

@@ -11,8 +11,8 @@ from tests.services import run_crawl
 RELEASES = 500
 
 
-def _crawl(shop: ShopProcess, database_url: str, workdir: Path):  # type: ignore[no-untyped-def]
-    result = run_crawl(workdir, database_url, "-a", "source=demo", "-a", f"base_url={shop.url}")
+def _crawl(shop: ShopProcess, database_url: str, workdir: Path, *settings: str):  # type: ignore[no-untyped-def]
+    result = run_crawl(workdir, database_url, "-a", "source=demo", "-a", f"base_url={shop.url}", *settings)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -87,7 +87,8 @@ def test_next_epoch_writes_one_history_row_per_changed_offer(database_url: str, 
     before = db.snapshot()
     with ShopProcess(RELEASES, seed=7, epoch=1) as shop:
         changed = {c["external_id"]: c for c in shop.truth()["changed_offers"]}
-        result = _crawl(shop, database_url, tmp_path)
+        # every change written straight through (tests/integration/test_review_crawl.py holds large ones)
+        result = _crawl(shop, database_url, tmp_path, "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000")
     assert changed, "the demo shop's next epoch should change some prices"
     assert any(abs(c["change_percent"]) < 5 for c in changed.values())
     assert any(abs(c["change_percent"]) > 5 for c in changed.values())

@@ -71,8 +71,11 @@ def test_kill_9_at_random_moments_then_resume_loses_nothing(
             counts = setup.counts()
             in_flight += counts.leased_total
             kills.append((round(moment, 2), counts.leased_total, counts.done))
-        final = setup.start(name="final")
-        assert final.wait() == 0, (tmp_path / "final.log").read_text()[-3000:]
+            if counts.drained and counts.status == "completed":
+                break  # a fast machine finished the crawl between kills: a new start would re-crawl
+        else:
+            final = setup.start(name="final")
+            assert final.wait() == 0, (tmp_path / "final.log").read_text()[-3000:]
         hits = _page_hits(shop, before)
         _assert_complete(shop, hits, product_db)
         fetched_twice = sum(n - 1 for path, n in hits.items() if n > 1) - 1  # the 500-once page

@@ -11,7 +11,9 @@ from sqlalchemy import text
 
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
-from recordhound.db.store import CatalogWriter, ensure_source
+from recordhound.db.store import CatalogWriter, ReviewPolicy, ensure_source
+from recordhound.review.docstore import SqliteDocStore
+from recordhound.review.queue import ReviewQueue
 from recordhound.items import Release
 
 
@@ -19,7 +21,8 @@ from recordhound.items import Release
 def writer(tmp_path: Path) -> CatalogWriter:
     engine = make_engine(f"sqlite:///{tmp_path / 'p.sqlite3'}")
     upgrade(engine)
-    return CatalogWriter(engine, timedelta(hours=1))
+    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
+    return CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=100))
 
 
 def _item(sku: str, artists: list[str], price: str = "9.99", catno: str = "X-1") -> Release:
