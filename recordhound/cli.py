@@ -298,6 +298,57 @@ def import_file(source: str, path: str | None, restart: bool, batch_size: int,
                f"{dict(result.counts)}")
 
 
+@main.group("admin", invoke_without_command=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@_setting_option
+@click.pass_context
+def admin(ctx: click.Context, host: str, port: int, settings: list[tuple[str, str]]) -> None:
+    """Serve the web admin (catalog, review queue, crawl status); login required."""
+    ctx.find_root().meta["recordhound.admin_settings"] = settings
+    if ctx.invoked_subcommand is not None:
+        return
+    import logging
+
+    import uvicorn
+
+    from recordhound.admin.app import build_app
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = build_app(_admin_settings())
+    click.echo(f"recordhound admin on http://{host}:{port}/admin/ (create a login: recordhound admin create-user NAME)",
+               err=True)
+    uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
+
+
+def _admin_settings():  # type: ignore[no-untyped-def]
+    from recordhound.config import project_settings
+
+    project = project_settings()
+    for pair in click.get_current_context().find_root().meta.get("recordhound.admin_settings", ()):
+        project.set(*pair, priority="cmdline")
+    return project
+
+
+@admin.command("create-user")
+@click.argument("name")
+def admin_create_user(name: str) -> None:
+    """Create an admin login; the password is asked for (or read from stdin when piped)."""
+    from recordhound.admin.users import create_user
+    from recordhound.config import StoreConfig
+    from recordhound.db.engine import make_engine
+    from recordhound.db.migrate import upgrade
+
+    if sys.stdin.isatty():
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    else:
+        password = sys.stdin.readline().rstrip("\n")
+    engine = make_engine(StoreConfig.from_settings(_admin_settings()).database_url)
+    upgrade(engine)
+    user_id = create_user(engine, name, password)
+    click.echo(f"admin user {name!r} created (id {user_id})")
+
+
 @main.command("demo")
 @click.option("--releases", default=500, show_default=True, type=click.IntRange(20))
 @click.option("--seed", default=1, show_default=True)

@@ -125,6 +125,13 @@ RECORDHOUND_CHROMIUM_PATH = "/usr/bin/chromium"
 # Browser pages open at once (count); more rendered requests wait. Pages are closed after use.
 RECORDHOUND_RENDER_MAX_PAGES = 4
 
+# --- Web admin (`recordhound admin`) --------------------------------------------------
+# Key that signs the admin's session cookies; empty: one is generated once into the file below.
+RECORDHOUND_ADMIN_SECRET_KEY = ""
+RECORDHOUND_ADMIN_SECRET_PATH = ".recordhound/admin-secret"
+# Send the session cookie over HTTPS only (bool): turn on behind a TLS proxy.
+RECORDHOUND_ADMIN_HTTPS_ONLY = False
+
 # --- Cassettes (offline spider tests) ---------------------------------------------
 # A betamax-format cassette of the crawl's responses (empty: off).
 RECORDHOUND_CASSETTE = ""

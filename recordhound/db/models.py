@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Integer, Numeric, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAME_LEN = 300
 KEY_LEN = 512
@@ -31,6 +31,9 @@ class Source(Base):
     location: Mapped[str] = mapped_column(Text)  # base URL or file path
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
 
+    def __str__(self) -> str:
+        return self.name
+
 
 class _Entity:
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -40,19 +43,34 @@ class _Entity:
 
 class Artist(_Entity, Base):
     __tablename__ = "artists"
+    synonyms: Mapped[list[ArtistSynonym]] = relationship(viewonly=True, order_by="ArtistSynonym.spelling")
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Label(_Entity, Base):
     __tablename__ = "labels"
+    synonyms: Mapped[list[LabelSynonym]] = relationship(viewonly=True, order_by="LabelSynonym.spelling")
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Style(_Entity, Base):
     __tablename__ = "styles"
+    synonyms: Mapped[list[StyleSynonym]] = relationship(viewonly=True, order_by="StyleSynonym.spelling")
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class _Synonym:
     id: Mapped[int] = mapped_column(primary_key=True)
     spelling: Mapped[str] = mapped_column(String(NAME_LEN), unique=True)
+
+    def __str__(self) -> str:
+        return self.spelling
 
 
 class ArtistSynonym(_Synonym, Base):
@@ -79,6 +97,15 @@ class Release(Base):
     label_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id"), index=True)
     catalog_number: Mapped[str | None] = mapped_column(String(100))
     year: Mapped[int | None] = mapped_column(Integer)
+    # read-only navigation for the admin (writes go through db/releases.py)
+    label: Mapped[Label | None] = relationship(viewonly=True)
+    artists: Mapped[list[Artist]] = relationship(secondary="release_artists", viewonly=True,
+                                                 order_by="ReleaseArtist.position")
+    styles: Mapped[list[Style]] = relationship(secondary="release_styles", viewonly=True)
+    offers: Mapped[list[Offer]] = relationship(viewonly=True)
+
+    def __str__(self) -> str:
+        return self.title
 
 
 class ReleaseArtist(Base):
@@ -110,6 +137,12 @@ class Offer(Base):
     in_stock: Mapped[bool | None]
     first_seen: Mapped[datetime]
     last_seen: Mapped[datetime]
+    release: Mapped[Release] = relationship(viewonly=True)
+    source: Mapped[Source] = relationship(viewonly=True)
+    history: Mapped[list[OfferHistory]] = relationship(viewonly=True, order_by="OfferHistory.changed_at")
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.price} {self.currency or ''})".strip()
 
 
 class OfferHistory(Base):
@@ -122,3 +155,17 @@ class OfferHistory(Base):
     old_currency: Mapped[str | None] = mapped_column(String(3))
     new_currency: Mapped[str | None] = mapped_column(String(3))
     changed_at: Mapped[datetime]
+
+    def __str__(self) -> str:
+        return f"{self.changed_at:%Y-%m-%d %H:%M}: {self.old_price} → {self.new_price} {self.new_currency or ''}"
+
+
+class AdminUser(Base):
+    """A login of the web admin (``recordhound admin create-user``); never a scraped value."""
+
+    __tablename__ = "admin_users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(300))
+    created_at: Mapped[datetime]

@@ -110,6 +110,7 @@ class StorePipeline:
         now = time.monotonic()
         if now - self._last_progress >= PROGRESS_EVERY_SECONDS:
             self._last_progress = now
+            self._publish_progress(now)
             logger.info(
                 "Handled %d items (%.1f items/s): %d stored, %d parked for review, %d rejected; "
                 "offers new=%d changed=%d unchanged=%d, price changes=%d (%d held for review)",
@@ -117,6 +118,17 @@ class StorePipeline:
                 self.counts["stored"], self.counts["parked"], self.counts["rejected"],
                 self.counts["offers_new"], self.counts["offers_changed"],
                 self.counts["offers_unchanged"], self.counts["price_changes"], self.counts["prices_held"])
+
+    def _publish_progress(self, now: float) -> None:
+        """The source's metadata says how the crawl is going (the admin's Crawl status page)."""
+        if self.engine is None:
+            return
+        progress = {"items": self.counts["items"], "stored": self.counts["stored"],
+                    "parked": self.counts["parked"], "at": _now(),
+                    "items_per_minute": round(self.counts["items"] * 60 / max(now - self._started, 1e-6), 1)}
+        task = asyncio.ensure_future(asyncio.to_thread(
+            update_source_meta, self.engine, self.source_id, {"progress": progress}))
+        task.add_done_callback(_log_failure)
 
     def _error_recorded(self, kind: str, url: str, message: str) -> None:
         self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": _now()})
@@ -131,8 +143,15 @@ class StorePipeline:
             "parsed_at": _now(), "finish_reason": reason,
             "error_message": None if not errors else f"{sum(errors.values())} problems: {errors}",
             "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
+            "progress": {"items": self.counts["items"], "stored": self.counts["stored"],
+                         "parked": self.counts["parked"], "at": _now(), "items_per_minute": None},
         })
         self.engine.dispose()
+
+
+def _log_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("Could not record the crawl's progress: %s", task.exception())
 
 
 def _transient(exc: Exception) -> bool:

@@ -1,0 +1,105 @@
+"""The catalog tabs: read-only lists (search, sort, pagination) and detail pages.
+
+The product tables change only through the crawler and the apply worker, so nothing here
+creates, edits or deletes rows: a reviewer's changes are review decisions.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from sqladmin import ModelView
+
+from recordhound.db.models import Artist, Label, Offer, OfferHistory, Release, Source, Style
+
+
+class ReadOnly(ModelView):
+    can_create: ClassVar[bool] = False
+    can_edit: ClassVar[bool] = False
+    can_delete: ClassVar[bool] = False
+    can_export: ClassVar[bool] = False
+    page_size: ClassVar[int] = 25
+    page_size_options: ClassVar[list[int]] = [25, 50, 100]
+    category: ClassVar[str] = "Catalog"
+
+
+class ReleaseAdmin(ReadOnly, model=Release):
+    name, name_plural, icon = "Release", "Releases", "fa-solid fa-compact-disc"
+    column_list = [Release.id, Release.title, Release.artists, Release.label, Release.catalog_number, Release.year]
+    column_searchable_list = [Release.title, Release.catalog_number]
+    column_sortable_list = [Release.id, Release.title, Release.catalog_number, Release.year]
+    column_default_sort = [(Release.id, False)]
+    column_details_list = [Release.id, Release.title, Release.artists, Release.label, Release.catalog_number,
+                           Release.year, Release.styles, Release.offers, Release.natural_key]
+
+
+def _entity_admin(model: Any, icon: str) -> dict[str, Any]:
+    return {
+        "icon": icon,
+        "column_list": [model.id, model.name, model.name_key],
+        "column_searchable_list": [model.name, model.name_key],
+        "column_sortable_list": [model.id, model.name],
+        "column_default_sort": [(model.id, False)],
+        "column_details_list": [model.id, model.name, model.name_key, model.synonyms],
+    }
+
+
+class ArtistAdmin(ReadOnly, model=Artist):
+    name, name_plural = "Artist", "Artists"
+    locals().update(_entity_admin(Artist, "fa-solid fa-user"))
+
+
+class LabelAdmin(ReadOnly, model=Label):
+    name, name_plural = "Label", "Labels"
+    locals().update(_entity_admin(Label, "fa-solid fa-tag"))
+
+
+class StyleAdmin(ReadOnly, model=Style):
+    name, name_plural = "Style", "Styles"
+    locals().update(_entity_admin(Style, "fa-solid fa-music"))
+
+
+class OfferAdmin(ReadOnly, model=Offer):
+    name, name_plural, icon = "Offer", "Offers", "fa-solid fa-euro-sign"
+    column_list = [Offer.id, Offer.external_id, Offer.release, Offer.source, Offer.price, Offer.currency,
+                   Offer.in_stock, Offer.last_seen]
+    column_searchable_list = [Offer.external_id, Offer.url]
+    column_sortable_list = [Offer.id, Offer.external_id, Offer.price, Offer.last_seen]
+    column_default_sort = [(Offer.id, False)]
+    column_details_list = [Offer.id, Offer.external_id, Offer.url, Offer.release, Offer.source, Offer.price,
+                           Offer.currency, Offer.in_stock, Offer.first_seen, Offer.last_seen, Offer.history]
+
+
+class OfferHistoryAdmin(ReadOnly, model=OfferHistory):
+    name, name_plural, icon = "Price change", "Price history", "fa-solid fa-clock-rotate-left"
+    column_list = [OfferHistory.id, OfferHistory.offer_id, OfferHistory.old_price, OfferHistory.new_price,
+                   OfferHistory.new_currency, OfferHistory.changed_at]
+    column_sortable_list = [OfferHistory.id, OfferHistory.changed_at]
+    column_default_sort = [(OfferHistory.id, True)]
+
+
+def _meta_summary(source: Source, _attr: Any) -> str:
+    meta = source.meta or {}
+    progress = meta.get("progress") or {}
+    line = f" line {meta['last_parsed_line']}/{meta.get('total_lines')}" if meta.get("last_parsed_line") else ""
+    rate = f", {progress['items_per_minute']} items/min" if progress.get("items_per_minute") else ""
+    return f"{meta.get('status', '-')}{line}{rate}"
+
+
+def _meta_detail(source: Source, _attr: Any) -> str:
+    return json.dumps(source.meta or {}, indent=1, ensure_ascii=False, default=str)
+
+
+class SourceAdmin(ReadOnly, model=Source):
+    name, name_plural, icon = "Source", "Sources", "fa-solid fa-store"
+    column_list = [Source.id, Source.name, Source.kind, Source.location, Source.meta]
+    column_labels = {Source.meta: "status / progress"}
+    column_searchable_list = [Source.name, Source.location]
+    column_sortable_list = [Source.id, Source.name, Source.kind]
+    column_formatters = {Source.meta: _meta_summary}
+    column_details_list = [Source.id, Source.name, Source.kind, Source.location, Source.meta]
+    column_formatters_detail = {Source.meta: _meta_detail}
+
+
+CATALOG_VIEWS = (ReleaseAdmin, ArtistAdmin, LabelAdmin, StyleAdmin, OfferAdmin, OfferHistoryAdmin, SourceAdmin)

@@ -1,0 +1,238 @@
+"""The review tabs: Pending review, Price changes, Completed, Failed; and Crawl status.
+
+Every button posts a form (with its CSRF token) that records a decision in the review queue;
+the apply worker (`recordhound apply`) carries it out. Nothing here writes product rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from sqladmin import BaseView, expose
+from sqlalchemy import Engine, func, select
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from recordhound.config import FrontierConfig
+from recordhound.db.entities import ENTITIES
+from recordhound.db.models import Source
+from recordhound.exceptions import RecordhoundError
+from recordhound.review.queue import ENTITY_KINDS, ReviewQueue
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class AdminContext:
+    engine: Engine
+    queue: ReviewQueue
+    frontier: FrontierConfig
+
+
+def context(request: Request) -> AdminContext:
+    return request.app.state.recordhound  # type: ignore[no-any-return]
+
+
+def _page(items: list[Any], request: Request) -> tuple[list[Any], dict[str, Any]]:
+    try:
+        page = max(1, int(request.query_params.get("page", "1")))
+    except ValueError:
+        page = 1
+    pages = max(1, -(-len(items) // PAGE_SIZE))
+    page = min(page, pages)
+    return items[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], {"page": page, "pages": pages, "total": len(items)}
+
+
+def _back(request: Request, route: str, message: str, error: bool = False) -> Response:
+    url = str(request.url_for(route)) + "?" + urlencode({"error" if error else "done": message})
+    return RedirectResponse(url, status_code=303)
+
+
+async def _decide(request: Request, route: str, entry_ids: list[int], action: str,
+                  into: int | None = None, fields: dict[str, str] | None = None) -> Response:
+    queue = context(request).queue
+    done, problems = [], []
+    for entry_id in entry_ids:
+        try:
+            job = await run_in_threadpool(queue.decide, entry_id, action, into, fields)
+            done.append(f"#{entry_id} → job {job['id']}")
+        except RecordhoundError as exc:
+            problems.append(str(exc))
+    if problems:
+        return _back(request, route, "; ".join(problems), error=True)
+    return _back(request, route, f"{action}: {', '.join(done)} (the apply worker carries it out)")
+
+
+def _ids(values: list[str]) -> list[int]:
+    return [int(v) for v in values if str(v).isdigit()]
+
+
+class PendingReview(BaseView):
+    name, icon, category = "Pending review", "fa-solid fa-inbox", "Review"
+    identity = "pending-review"
+
+    @expose("/review", methods=["GET"], identity="pending-review")
+    async def pending(self, request: Request) -> Response:
+        kind = request.query_params.get("type") or None
+        kind = kind if kind in ENTITY_KINDS else None
+        search = (request.query_params.get("q") or "").strip().casefold()
+        entries = await run_in_threadpool(context(request).queue.entries, kind)
+        entries = [e for e in entries if e["kind"] != "price"
+                   and (not search or search in e["name"].casefold()
+                        or any(search in s.casefold() for s in e["spellings"]))]
+        shown, paging = _page(entries, request)
+        return await self.templates.TemplateResponse(request, "recordhound/pending.html", {
+            "entries": shown, "paging": paging, "kind": kind or "", "q": request.query_params.get("q", ""),
+            "kinds": ENTITY_KINDS, "done": request.query_params.get("done"),
+            "error": request.query_params.get("error")})
+
+    @expose("/review/decide", methods=["POST"], identity="review-decide")
+    async def decide(self, request: Request) -> Response:
+        form = await request.form()
+        action = str(form.get("action", ""))
+        into = str(form.get("into", "")).strip()
+        fields = {"name": str(form.get("name", ""))} if action == "edit" else None
+        if action == "merge" and not into.isdigit():
+            return _back(request, "admin:view-pending-review", "merge: pick an entity to merge into", error=True)
+        return await _decide(request, "admin:view-pending-review", _ids(form.getlist("entry_id")), action,
+                             int(into) if into.isdigit() else None, fields)
+
+    @expose("/review/bulk", methods=["POST"], identity="review-bulk")
+    async def bulk(self, request: Request) -> Response:
+        form = await request.form()
+        ids = _ids(form.getlist("selected"))
+        if not ids:
+            return _back(request, "admin:view-pending-review", "select entries first", error=True)
+        return await _decide(request, "admin:view-pending-review", ids, str(form.get("action", "")))
+
+    @expose("/review/{entry_id:int}/edit", methods=["GET"], identity="review-edit")
+    async def edit(self, request: Request) -> Response:
+        entry = await run_in_threadpool(context(request).queue.entry, request.path_params["entry_id"])
+        return await self.templates.TemplateResponse(request, "recordhound/edit.html", {"entry": entry})
+
+    @expose("/review/{entry_id:int}/merge", methods=["GET"], identity="review-merge")
+    async def merge(self, request: Request) -> Response:
+        """Search the catalog for the entity to merge a pending name into."""
+        ctx = context(request)
+        entry = await run_in_threadpool(ctx.queue.entry, request.path_params["entry_id"])
+        query = (request.query_params.get("q") or entry["name"]).strip()
+        found = await run_in_threadpool(_search_entities, ctx.engine, entry["kind"], query)
+        return await self.templates.TemplateResponse(request, "recordhound/merge.html", {
+            "entry": entry, "q": query, "found": found})
+
+
+def _search_entities(engine: Engine, kind: str, query: str) -> list[dict[str, Any]]:
+    entity = ENTITIES[kind].entity
+    pattern = f"%{query.replace('%', '').replace('_', '')}%"
+    with engine.connect() as conn:
+        rows = conn.execute(select(entity.id, entity.name).where(func.lower(entity.name).like(pattern.lower()))
+                            .order_by(entity.name).limit(50)).all()
+    return [{"id": r.id, "name": r.name} for r in rows]
+
+
+class PriceChanges(BaseView):
+    name, icon, category = "Price changes", "fa-solid fa-money-bill-trend-up", "Review"
+    identity = "price-changes"
+
+    @expose("/prices", methods=["GET"], identity="price-changes")
+    async def prices(self, request: Request) -> Response:
+        entries = await run_in_threadpool(context(request).queue.entries, "price")
+        shown, paging = _page(entries, request)
+        return await self.templates.TemplateResponse(request, "recordhound/prices.html", {
+            "entries": shown, "paging": paging, "done": request.query_params.get("done"),
+            "error": request.query_params.get("error")})
+
+    @expose("/prices/decide", methods=["POST"], identity="prices-decide")
+    async def decide(self, request: Request) -> Response:
+        form = await request.form()
+        action = {"approve": "approve", "reject": "skip"}.get(str(form.get("action", "")), "")
+        ids = _ids(form.getlist("entry_id")) or _ids(form.getlist("selected"))
+        return await _decide(request, "admin:view-price-changes", ids, action)
+
+
+class _Jobs(BaseView):
+    state = ""
+    category = "Review"
+
+    async def _list(self, request: Request) -> Response:
+        jobs = await run_in_threadpool(context(request).queue.jobs, self.state)
+        jobs.reverse()  # newest first
+        shown, paging = _page(jobs, request)
+        return await self.templates.TemplateResponse(request, "recordhound/jobs.html", {
+            "jobs": shown, "paging": paging, "state": self.state, "done": request.query_params.get("done"),
+            "error": request.query_params.get("error")})
+
+
+class CompletedJobs(_Jobs):
+    name, icon, state = "Completed", "fa-solid fa-check", "completed"
+    identity = "completed-jobs"
+
+    @expose("/jobs/completed", methods=["GET"], identity="completed-jobs")
+    async def completed(self, request: Request) -> Response:
+        return await self._list(request)
+
+
+class FailedJobs(_Jobs):
+    name, icon, state = "Failed", "fa-solid fa-triangle-exclamation", "failed"
+    identity = "failed-jobs"
+
+    @expose("/jobs/failed", methods=["GET"], identity="failed-jobs")
+    async def failed(self, request: Request) -> Response:
+        return await self._list(request)
+
+    @expose("/jobs/retry", methods=["POST"], identity="jobs-retry")
+    async def retry(self, request: Request) -> Response:
+        form = await request.form()
+        queue = context(request).queue
+        retried, problems = [], []
+        for job_id in _ids(form.getlist("job_id")):
+            try:
+                await run_in_threadpool(queue.retry, job_id)
+                retried.append(str(job_id))
+            except RecordhoundError as exc:
+                problems.append(str(exc))
+        if problems:
+            return _back(request, "admin:view-failed-jobs", "; ".join(problems), error=True)
+        return _back(request, "admin:view-failed-jobs", f"retrying job(s) {', '.join(retried)}")
+
+
+class CrawlStatus(BaseView):
+    name, icon = "Crawl status", "fa-solid fa-gauge"
+    identity = "crawl-status"
+
+    @expose("/status", methods=["GET"], identity="crawl-status")
+    async def status(self, request: Request) -> Response:
+        report = await run_in_threadpool(crawl_status, context(request))
+        return await self.templates.TemplateResponse(request, "recordhound/status.html", report)
+
+
+def crawl_status(ctx: AdminContext) -> dict[str, Any]:
+    """Per source: frontier counts, storing rate, review backlog; refreshed by the page."""
+    from recordhound.frontier.status import known_crawls, status
+
+    with ctx.engine.connect() as conn:
+        sources = [{"id": s.id, "name": s.name, "kind": s.kind, "meta": s.meta or {}}
+                   for s in conn.execute(select(Source.id, Source.name, Source.kind, Source.meta.label("meta"))
+                                              .order_by(Source.id))]
+    frontier_error = None
+    try:
+        crawls = {name: status(ctx.frontier, name) for name in known_crawls(ctx.frontier)}
+    except Exception as exc:  # noqa: BLE001 - an unreachable frontier is shown, not fatal
+        crawls, frontier_error = {}, f"{type(exc).__name__}: {exc}"
+    entries = ctx.queue.entries()
+    backlog: dict[str, int] = {}
+    for entry in entries:
+        for name in {s["source_name"] for s in entry.get("sources", ())}:
+            backlog[name] = backlog.get(name, 0) + 1
+    for source in sources:
+        source["frontier"] = crawls.pop(source["name"], None)
+        source["backlog"] = backlog.get(source["name"], 0)
+        source["progress"] = source["meta"].get("progress") or {}
+    return {"sources": sources, "other_crawls": crawls, "queue": ctx.queue.counts(),
+            "frontier_backend": ctx.frontier.backend, "frontier_error": frontier_error}
+
+
+REVIEW_VIEWS = (PendingReview, PriceChanges, CompletedJobs, FailedJobs, CrawlStatus)

@@ -1,0 +1,85 @@
+"""The web admin in headless Debian Chromium, driven by Playwright for Python.
+
+Screenshots of the Pending review and Crawl status pages are saved under
+``artifacts/screenshots/`` (or $RECORDHOUND_ARTIFACTS_DIR) for a human to look at.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from tests.integration.admin_server import PASSWORD, USER, admin_server
+from tests.integration.review_env import ReviewEnv, review_env
+from tests.integration.test_review_queue import offer_skus, release
+
+ARTIFACTS = Path(os.environ.get("RECORDHOUND_ARTIFACTS_DIR")
+                 or Path(__file__).resolve().parents[2] / "artifacts" / "screenshots")
+SCRIPT = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[ReviewEnv]:
+    with review_env("embedded", tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def page() -> Iterator[Page]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                             args=["--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            context = browser.new_context(viewport={"width": 1600, "height": 1000})
+            yield context.new_page()
+            context.close()
+        finally:
+            browser.close()
+
+
+def test_reviewer_approves_merges_applies_and_sees_the_release(env: ReviewEnv, tmp_path: Path, page: Page) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    source = env.source()
+    env.seed("artist", "Daft Punk")
+    env.writer(trusted=True).write(source, [release("xss", ["Daft Punk"], title=SCRIPT)])
+    env.writer().write(source, [release("parked", ["Brand New Artist", "Daft Pnuk"], title="Parked Release")])
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    with admin_server(env, tmp_path) as base:
+        page.goto(f"{base}/admin/review")
+        expect(page).to_have_url(f"{base}/admin/login")  # login first
+        page.fill("input[name=username]", USER)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.goto(f"{base}/admin/review")
+        expect(page.locator('tr[data-name="Brand New Artist"]')).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "pending-review.png"), full_page=True)
+
+        page.locator('tr[data-name="Brand New Artist"] button.approve').click()
+        expect(page.locator("#done")).to_contain_text("approve")
+        page.locator('tr[data-name="Daft Pnuk"] button.merge-suggestion', has_text="Daft Punk").click()
+        expect(page.locator("#done")).to_contain_text("merge")
+        assert offer_skus(env) == {"xss"}  # decided, not applied yet: the release is still parked
+
+        assert env.worker().run()["completed"] == 2  # the apply worker carries the decisions out
+        assert offer_skus(env) == {"xss", "parked"}
+
+        page.goto(f"{base}/admin/release/list?search=Parked")
+        expect(page.locator("table")).to_contain_text("Parked Release")
+        page.goto(f"{base}/admin/release/list")
+        expect(page.locator("table")).to_contain_text(SCRIPT)  # shown as text...
+        assert page.locator("table script").count() == 0  # ...not as an element
+        page.goto(f"{base}/admin/artist/details/1")
+        expect(page.locator("body")).to_contain_text("Daft Pnuk")  # the merged name is a synonym
+
+        page.goto(f"{base}/admin/status")
+        expect(page.locator('tr[data-source="demo"]')).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "crawl-status.png"), full_page=True)
+    assert dialogs == []  # no script ran
+    assert (ARTIFACTS / "pending-review.png").stat().st_size > 10_000
+    assert (ARTIFACTS / "crawl-status.png").stat().st_size > 10_000
