@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ def read_rows(path: str, kind: str) -> Iterator[Row]:
         raise SourceFileError(f"{path}: no such file")
     try:
         yield from {"csv": _csv, "xlsx": _xlsx, "json": _json}[kind](path)
-    except (OSError, UnicodeDecodeError, csv.Error, ValueError, KeyError) as exc:
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError, KeyError, zipfile.BadZipFile) as exc:
         raise SourceFileError(f"{path}: cannot read it as {kind}: {exc}") from exc
 
 
