@@ -130,30 +130,23 @@ def register(main: click.Group, setting_option: Any) -> None:
         job = _queue().decide(entry_id, "edit", fields=fields)
         click.echo(f"job {job['id']}: edit entry {entry_id} {fields} queued")
 
-    @review.command("failed")
-    @click.option("--json", "as_json", is_flag=True)
-    def review_failed(as_json: bool) -> None:
-        """Jobs that failed (and expired entries), with the error and attempt count."""
-        jobs = _queue().jobs("failed")
-        if as_json:
-            _echo_json(jobs)
-            return
-        for job in jobs:
-            click.echo(f"job {job['id']}: {job['action']} {job['kind']} entry {job['entry_id']} "
-                       f"({job.get('name')!r}), attempts {job['attempts']}: {job['last_error']}")
-        click.echo(f"{len(jobs)} failed")
+    def job_list(state: str, help_text: str, detail: Any) -> None:
+        def run(as_json: bool) -> None:
+            jobs = _queue().jobs(state)
+            if as_json:
+                _echo_json(jobs)
+                return
+            for job in jobs:
+                click.echo(f"job {job['id']}: {job['action']} {job['kind']} entry {job['entry_id']} "
+                           f"({job.get('name')!r}){detail(job)}")
+            click.echo(f"{len(jobs)} {state}")
+        run.__doc__ = help_text
+        review.command(state)(click.option("--json", "as_json", is_flag=True)(run))
 
-    @review.command("completed")
-    @click.option("--json", "as_json", is_flag=True)
-    def review_completed(as_json: bool) -> None:
-        """Jobs applied, with what they did."""
-        jobs = _queue().jobs("completed")
-        if as_json:
-            _echo_json(jobs)
-            return
-        for job in jobs:
-            click.echo(f"job {job['id']}: {job['action']} {job['kind']} entry {job['entry_id']} "
-                       f"({job.get('name')!r}) at {_when(job.get('finished_at'))}: {job.get('result')}")
+    job_list("failed", "Jobs that failed (and expired entries), with the error and attempt count.",
+             lambda job: f", attempts {job['attempts']}: {job['last_error']}")
+    job_list("completed", "Jobs applied, with what they did.",
+             lambda job: f" at {_when(job.get('finished_at'))}: {job.get('result')}")
 
     @review.command("retry")
     @click.argument("job_id", type=int)

@@ -14,18 +14,13 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from tests.integration.admin_server import PASSWORD, USER, admin_server
-from tests.integration.review_env import ReviewEnv, review_env
+from tests.integration.review_env import ReviewEnv
+from tests.integration.test_admin_http import env  # noqa: F401 - the fixture
 from tests.integration.test_review_queue import offer_skus, release
 
 ARTIFACTS = Path(os.environ.get("RECORDHOUND_ARTIFACTS_DIR")
                  or Path(__file__).resolve().parents[2] / "artifacts" / "screenshots")
 SCRIPT = "<script>alert(1)</script>"
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[ReviewEnv]:
-    with review_env("embedded", tmp_path) as opened:
-        yield opened
 
 
 @pytest.fixture
