@@ -36,7 +36,7 @@ def normalize_release(raw: RawRelease, profile: Profile) -> Outcome:
         title=title or "", artists=artists, label=clean(raw.label),
         catalog_number=clean(raw.catalog_number),
         styles=split_names(raw.styles, _separators(profile, "styles", ())),
-        problems=problems,
+        problems=problems, line=raw.line,
     )
     release.year = parse_year(raw.year)
     if raw.year and release.year is None:

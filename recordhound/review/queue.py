@@ -57,7 +57,8 @@ class Origin:
     ref: str
 
     def doc(self) -> Doc:
-        return {"source_id": self.source_id, "source_name": self.source_name, "ref": self.ref}
+        where: Doc = {"parsed_line": int(self.ref[5:])} if self.ref.startswith("line ") else {"url": self.ref}
+        return {"source_id": self.source_id, "source_name": self.source_name, "ref": self.ref, **where}
 
 
 @dataclass(frozen=True)

@@ -246,7 +246,9 @@ def test_xlsx_import_killed_midway_resumes_at_the_next_line(env: ReviewEnv, tmp_
     assert stored and parked
     assert len(stored) + len(parked) + len(rejected) == 10_000  # each position exactly once
     assert len(positions) == 10_000
-    assert {rejected[f"{source_id}:line:{n}"]["ref"] for n in broken} == {f"line {n}" for n in broken}
+    assert {rejected[f"{source_id}:line:{n}"]["parsed_line"] for n in broken} == broken
+    some_parked = env.queue.store.run(lambda txn: txn.get("review:parked", sorted(parked)[0]))
+    assert some_parked["parsed_line"] == some_parked["item"]["line"] and some_parked["source_name"] == "demo_feed", some_parked
     assert all("title" in rejected[f"{source_id}:line:{n}"]["reason"] for n in broken)
     with env.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM offer_history")).scalar() == 0

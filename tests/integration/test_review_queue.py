@@ -83,6 +83,7 @@ def test_unknown_names_park_items_once_per_name_with_counts_and_suggestions(env:
     assert entry["suggestions"][0]["name"] == "Daft Punk" and entry["suggestions"][0]["score"] > 80
     assert {s["ref"] for s in entry["sources"]} == {f"http://127.0.0.1/release/b{i}" for i in (1, 2, 3)}
     assert entry["sources"][0]["source_name"] == "demo" and entry["sources"][0]["source_id"] == source
+    assert entry["sources"][0]["url"] == "http://127.0.0.1/release/b1"
     assert pending(env, "Warp")["waiting"] == 2 and pending(env, "Aphex Twin")["waiting"] == 1
     assert entry["attempts"] == 0 and entry["last_error"] is None and entry["created_at"] > 0
     assert offer_skus(env) == set()
