@@ -34,30 +34,22 @@ class ReleaseAdmin(ReadOnly, model=Release):
                            Release.year, Release.styles, Release.offers, Release.natural_key]
 
 
-def _entity_admin(model: Any, icon: str) -> dict[str, Any]:
-    return {
-        "icon": icon,
-        "column_list": [model.id, model.name, model.name_key],
-        "column_searchable_list": [model.name, model.name_key],
-        "column_sortable_list": [model.id, model.name],
-        "column_default_sort": [(model.id, False)],
-        "column_details_list": [model.id, model.name, model.name_key, model.synonyms],
-    }
+def _entity_admin(entity: Any, singular: str, plural: str, entity_icon: str) -> type[ModelView]:
+    """Artists, labels and styles look alike: name, matching key, synonyms."""
+    class EntityAdmin(ReadOnly, model=entity):
+        name, name_plural, icon = singular, plural, entity_icon
+        column_list = [entity.id, entity.name, entity.name_key]
+        column_searchable_list = [entity.name, entity.name_key]
+        column_sortable_list = [entity.id, entity.name]
+        column_default_sort = [(entity.id, False)]
+        column_details_list = [entity.id, entity.name, entity.name_key, entity.synonyms]
+
+    return EntityAdmin
 
 
-class ArtistAdmin(ReadOnly, model=Artist):
-    name, name_plural = "Artist", "Artists"
-    locals().update(_entity_admin(Artist, "fa-solid fa-user"))
-
-
-class LabelAdmin(ReadOnly, model=Label):
-    name, name_plural = "Label", "Labels"
-    locals().update(_entity_admin(Label, "fa-solid fa-tag"))
-
-
-class StyleAdmin(ReadOnly, model=Style):
-    name, name_plural = "Style", "Styles"
-    locals().update(_entity_admin(Style, "fa-solid fa-music"))
+ArtistAdmin = _entity_admin(Artist, "Artist", "Artists", "fa-solid fa-user")
+LabelAdmin = _entity_admin(Label, "Label", "Labels", "fa-solid fa-tag")
+StyleAdmin = _entity_admin(Style, "Style", "Styles", "fa-solid fa-music")
 
 
 class OfferAdmin(ReadOnly, model=Offer):

@@ -169,6 +169,7 @@ class RedisTxn(Txn):
     def __init__(self, client: Any, prefix: str) -> None:
         self.client, self.prefix = client, prefix
         self.writes: dict[tuple[str, str], Doc | object] = {}
+        self.read: dict[tuple[str, str], Doc | None] = {}  # valid for the transaction: keys are watched
 
     def _key(self, collection: str) -> str:
         return f"{self.prefix}:{collection}"
@@ -178,12 +179,14 @@ class RedisTxn(Txn):
 
     def get_many(self, collection: str, keys: list[str]) -> dict[str, Doc]:
         found: dict[str, Doc] = {}
-        remote = [k for k in keys if (collection, k) not in self.writes]
+        remote = [k for k in keys if (collection, k) not in self.writes and (collection, k) not in self.read]
         if remote:
             for key, body in zip(remote, self.client.hmget(self._key(collection), remote)):
-                if body is not None:
-                    found[key] = json.loads(body)
+                self.read[(collection, key)] = None if body is None else json.loads(body)
         for key in keys:
+            cached = self.read.get((collection, key))
+            if cached is not None and (collection, key) not in self.writes:
+                found[key] = cached
             local = self.writes.get((collection, key))
             if isinstance(local, dict):
                 found[key] = local

@@ -364,6 +364,10 @@ def _unindexed(txn: Txn, items: list[Parked]) -> set[tuple[str, str, str]]:
 
 def _park(txn: Txn, items: list[Parked], suggestions: dict[tuple[str, str, str], list[Doc]]) -> list[Parked]:
     suggested = {(kind, key): s for (kind, key, _), s in suggestions.items()}
+    # one round trip each for what the loop below reads (a Redis transaction caches its reads)
+    known = txn.get_many(INDEX, list({index_key(u.kind, u.name_key) for i in items for u in i.waits}))
+    txn.get_many(ENTRIES, [str(ref["id"]) for ref in known.values()])
+    txn.get_many(PARKED, [item.key for item in items])
     entries: dict[str, Doc] = {}
     raced: list[Parked] = []
     for item in items:
