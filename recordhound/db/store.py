@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine, insert, select, update
 from recordhound.db import entities
 from recordhound.review import gate
 from recordhound.review.queue import PriceHold, ReviewQueue
-from recordhound.review.suggest import suggest
+from recordhound.review.suggest import matching_keys, suggest
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
 from recordhound.db.models import Source
@@ -50,6 +50,7 @@ class CatalogWriter:
         trust = self.policy.trusted if trusted is None else trusted
         todo = list({item.external_id: item for item in items}.values())
         result = BatchResult(items=len(todo))
+        names: dict[str, tuple[dict[int, str], dict[int, str]]] = {}  # per kind, read once a batch
         for _ in range(RACE_ROUNDS):
             with self.engine.begin() as conn:
                 lock_for_writing(conn)
@@ -63,7 +64,7 @@ class CatalogWriter:
             self.queue.reject(plan.rejected)
             self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable]
                               + [key for key, *_ in plan.rejected])
-            raced = self.queue.park(plan.parked, self._suggest)
+            raced = self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling))
             result.counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
                                   "parked": len(plan.parked) - len(raced)})
             for kind, count in plan.created.items():
@@ -74,9 +75,14 @@ class CatalogWriter:
             todo = [i for i in todo if gate.item_key(source_id, i) in parked]
         return result
 
-    def _suggest(self, kind: str, spelling: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            return suggest(entities.names(conn, kind), spelling)
+    def _suggest(self, known: dict[str, tuple[dict[int, str], dict[int, str]]], kind: str,
+                 spelling: str) -> list[dict[str, Any]]:
+        if kind not in known:
+            with self.engine.connect() as conn:
+                names = entities.names(conn, kind)
+            known[kind] = (names, matching_keys(names))
+        names, keys = known[kind]
+        return suggest(names, spelling, keys=keys)
 
 
 RACE_ROUNDS = 3  # a decision landing between the product-DB read and parking: resolve again
