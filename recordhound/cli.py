@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from recordhound.cli_settings import current_settings, setting_option
 from recordhound.exceptions import RecordhoundError
 
 if TYPE_CHECKING:
@@ -81,15 +82,13 @@ def db_upgrade(revision: str) -> None:
 
 
 def _frontier_config():  # type: ignore[no-untyped-def]
-    from recordhound.config import FrontierConfig, project_settings
+    from recordhound.config import FrontierConfig
 
-    settings = project_settings()
-    for pair in click.get_current_context().find_root().meta.get("recordhound.settings", ()):
-        settings.set(*pair, priority="cmdline")
-    return FrontierConfig.from_settings(settings)
+    return FrontierConfig.from_settings(current_settings())
 
 
 def _setting(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """NAME=VALUE pairs of an option passed on to scrapyd (`schedule --setting/--arg`)."""
     pairs = []
     for value in values:
         name, sep, setting = value.partition("=")
@@ -99,17 +98,10 @@ def _setting(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ..
     return pairs
 
 
-def _setting_option(command):  # type: ignore[no-untyped-def]
-    return click.option("-s", "--set", "settings", multiple=True, callback=_setting, metavar="NAME=VALUE",
-                        help="override a setting, as with scrapy -s")(command)
-
-
 @main.group()
-@_setting_option
-@click.pass_context
-def frontier(ctx: click.Context, settings: list[tuple[str, str]]) -> None:
+@setting_option
+def frontier() -> None:
     """The persistent frontier (embedded, or Redis when REDIS_URL is set)."""
-    ctx.find_root().meta["recordhound.settings"] = settings
 
 
 @frontier.command("status")
@@ -230,12 +222,11 @@ def profile_test(source: str, cassette: str, url: str | None) -> None:
 
     from scrapy.http import TextResponse
 
-    from recordhound.config import project_settings
     from recordhound.middlewares.cassette import load_responses
     from recordhound.sources import load_profile
     from recordhound.sources.check import check_profile
 
-    loaded = load_profile(source, project_settings().getlist("RECORDHOUND_PROFILES_DIRS"))
+    loaded = load_profile(source, current_settings().getlist("RECORDHOUND_PROFILES_DIRS"))
     pages = [r for r in load_responses(cassette) if isinstance(r, TextResponse) and r.status == 200
              and (url is None or r.url == url)]
     if url is not None and not pages:
@@ -259,35 +250,27 @@ def profile_test(source: str, cassette: str, url: str | None) -> None:
               help="the file to read (default: the profile's location); CSV, XLSX or JSON")
 @click.option("--restart", is_flag=True, help="start at line 1 even if the last import did not finish")
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1))
-@_setting_option
-def import_file(source: str, path: str | None, restart: bool, batch_size: int,
-                settings: list[tuple[str, str]]) -> None:
+@setting_option
+def import_file(source: str, path: str | None, restart: bool, batch_size: int) -> None:
     """Import a CSV/XLSX/JSON source row by row (resumes where an interrupted import stopped)."""
     import logging
-    from datetime import timedelta
 
-    from recordhound.config import ReviewConfig, StoreConfig, project_settings
-    from recordhound.db.engine import make_engine
-    from recordhound.db.migrate import upgrade
-    from recordhound.db.store import CatalogWriter, ReviewPolicy
-    from recordhound.review.factory import open_queue
+    from recordhound.config import ReviewConfig, StoreConfig
+    from recordhound.db.migrate import open_database
+    from recordhound.review.factory import open_writer
     from recordhound.sources import load_profile
     from recordhound.sources.importer import FileImport
     from recordhound.sources.profile import FILE_KINDS
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    project = project_settings()
-    for pair in settings:
-        project.set(*pair, priority="cmdline")
+    project = current_settings()
     profile = load_profile(source, project.getlist("RECORDHOUND_PROFILES_DIRS"))
     if profile.kind not in FILE_KINDS:
         raise click.UsageError(f"source {source!r} is a {profile.kind} source; crawl it with "
                                f"`scrapy crawl catalog -a source={source}`")
     store, review = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
-    engine = make_engine(store.database_url)
-    upgrade(engine)
-    writer = CatalogWriter(engine, timedelta(seconds=store.last_seen_resolution_seconds), open_queue(review),
-                           ReviewPolicy(profile.trusted or review.trust_new_entities, review.price_threshold_pct))
+    engine = open_database(store.database_url)
+    writer = open_writer(engine, store, review, trusted=profile.trusted or review.trust_new_entities)
     job = FileImport(profile, path or profile.location, engine, writer, batch_size)
     source_id, first, total = job.prepare(restart)
     with click.progressbar(length=total, label=f"{source} lines", show_pos=True, file=sys.stderr) as bar:
@@ -301,11 +284,10 @@ def import_file(source: str, path: str | None, restart: bool, batch_size: int,
 @main.group("admin", invoke_without_command=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@_setting_option
+@setting_option
 @click.pass_context
-def admin(ctx: click.Context, host: str, port: int, settings: list[tuple[str, str]]) -> None:
+def admin(ctx: click.Context, host: str, port: int) -> None:
     """Serve the web admin (catalog, review queue, crawl status); login required."""
-    ctx.find_root().meta["recordhound.admin_settings"] = settings
     if ctx.invoked_subcommand is not None:
         return
     import logging
@@ -315,19 +297,10 @@ def admin(ctx: click.Context, host: str, port: int, settings: list[tuple[str, st
     from recordhound.admin.app import build_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = build_app(_admin_settings())
+    app = build_app(current_settings())
     click.echo(f"recordhound admin on http://{host}:{port}/admin/ (create a login: recordhound admin create-user NAME)",
                err=True)
     uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
-
-
-def _admin_settings():  # type: ignore[no-untyped-def]
-    from recordhound.config import project_settings
-
-    project = project_settings()
-    for pair in click.get_current_context().find_root().meta.get("recordhound.admin_settings", ()):
-        project.set(*pair, priority="cmdline")
-    return project
 
 
 @admin.command("create-user")
@@ -336,15 +309,13 @@ def admin_create_user(name: str) -> None:
     """Create an admin login; the password is asked for (or read from stdin when piped)."""
     from recordhound.admin.users import create_user
     from recordhound.config import StoreConfig
-    from recordhound.db.engine import make_engine
-    from recordhound.db.migrate import upgrade
+    from recordhound.db.migrate import open_database
 
     if sys.stdin.isatty():
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     else:
         password = sys.stdin.readline().rstrip("\n")
-    engine = make_engine(StoreConfig.from_settings(_admin_settings()).database_url)
-    upgrade(engine)
+    engine = open_database(StoreConfig.from_settings(current_settings()).database_url)
     user_id = create_user(engine, name, password)
     click.echo(f"admin user {name!r} created (id {user_id})")
 
@@ -378,7 +349,7 @@ def demo(releases: int, seed: int, epoch: int, review: bool, scrapy_args: tuple[
 def _register_review() -> None:
     from recordhound.review.cli import register
 
-    register(main, _setting_option)
+    register(main)
 
 
 _register_review()

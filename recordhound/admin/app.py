@@ -18,8 +18,7 @@ from recordhound.admin.catalog import CATALOG_VIEWS
 from recordhound.admin.csrf import csrf_token
 from recordhound.admin.review import REVIEW_VIEWS, AdminContext
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig
-from recordhound.db.engine import make_engine
-from recordhound.db.migrate import upgrade
+from recordhound.db.migrate import open_database
 from recordhound.review.factory import open_queue
 
 logger = logging.getLogger(__name__)
@@ -46,8 +45,7 @@ def _timestamp(value: float) -> str:
 
 def build_app(settings) -> Starlette:  # type: ignore[no-untyped-def]
     store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)
-    engine = make_engine(store.database_url)
-    upgrade(engine)
+    engine = open_database(store.database_url)
     app = Starlette(routes=[Route("/", lambda request: RedirectResponse("/admin/"))])
     key = secret_key(str(settings.get("RECORDHOUND_ADMIN_SECRET_KEY") or ""),
                      str(settings.get("RECORDHOUND_ADMIN_SECRET_PATH")))

@@ -15,7 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-from recordhound.db.engine import lock_for_writing
+from recordhound.db.engine import lock_for_writing, make_engine
 
 logger = logging.getLogger(__name__)
 
@@ -66,3 +66,10 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
     logger.info("Product database schema is at revision %s", current_revision(engine))
+
+
+def open_database(url: str) -> Engine:
+    """An engine on the product database, its schema migrated to the current revision."""
+    engine = make_engine(url)
+    upgrade(engine)
+    return engine

@@ -83,13 +83,32 @@ def write_offers(
         if changed or now - last_seen >= resolution:
             updates.append({"oid": offer_id, **row.__dict__, "last_seen": now})
         if row.price_differs(old):
-            history.append({"offer_id": offer_id, "old_price": old.price, "new_price": row.price,
-                            "old_currency": old.currency, "new_currency": row.currency, "changed_at": now})
+            history.append(_history(offer_id, (old.price, old.currency), (row.price, row.currency), now))
         counts.changed += changed
         counts.unchanged += not changed
     counts.price_changes = len(history)
     _execute(conn, inserts, updates, history)
     return counts
+
+
+def set_price(conn: Connection, offer_id: int, price: Decimal | None, currency: str | None,
+              now: datetime) -> bool:
+    """Give one offer a reviewed price, with its history row; False if it had that price already
+    (so applying the same decision twice writes one row)."""
+    row = conn.execute(select(Offer.price, Offer.currency).where(Offer.id == offer_id)).one_or_none()
+    if row is None:
+        raise LookupError(f"offer {offer_id} no longer exists")
+    if (row.price, row.currency) == (price, currency):
+        return False
+    conn.execute(update(Offer).where(Offer.id == offer_id).values(price=price, currency=currency))
+    conn.execute(insert(OfferHistory).values(_history(offer_id, (row.price, row.currency), (price, currency), now)))
+    return True
+
+
+def _history(offer_id: int, old: tuple[Decimal | None, str | None], new: tuple[Decimal | None, str | None],
+             now: datetime) -> dict[str, object]:
+    return {"offer_id": offer_id, "old_price": old[0], "old_currency": old[1],
+            "new_price": new[0], "new_currency": new[1], "changed_at": now}
 
 
 def _load(conn: Connection, source_id: int, external_ids: list[str]) -> dict[str, tuple[int, OfferRow, datetime]]:

@@ -43,6 +43,8 @@ class CatalogWriter:
                  policy: ReviewPolicy = ReviewPolicy()) -> None:
         self.engine, self.queue, self.policy = engine, queue, policy
         self.last_seen_resolution = last_seen_resolution
+        self._source_names: dict[int, str] = {}  # a source's name never changes
+        self._recorded: set[tuple[int, str, str, int]] = set()  # (source, kind, spelling, id) in its metadata
 
     def write(self, source_id: int, items: list[Release], trusted: bool | None = None) -> BatchResult:
         """Product-DB writes commit first, then the queue is told: a crash in between re-runs
@@ -54,11 +56,12 @@ class CatalogWriter:
         for _ in range(RACE_ROUNDS):
             with self.engine.begin() as conn:
                 lock_for_writing(conn)
-                name = conn.execute(select(Source.name).where(Source.id == source_id)).scalar_one()
+                name = self._source_name(conn, source_id)
                 plan = gate.plan(conn, self.queue, source_id, name, todo, trust)
                 held = _write(conn, source_id, plan, self.last_seen_resolution,
                               self.policy.price_threshold_pct, result)
-                _record_matches(conn, source_id, plan)
+                recorded = self._record_matches(conn, source_id, plan)
+            self._recorded |= recorded  # committed
             result.counts["prices_held"] += self.queue.hold_prices(
                 [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
             self.queue.reject(plan.rejected)
@@ -74,6 +77,39 @@ class CatalogWriter:
             parked = {p.key for p in raced}
             todo = [i for i in todo if gate.item_key(source_id, i) in parked]
         return result
+
+    def _record_matches(self, conn: Connection, source_id: int,
+                        plan: gate.Plan) -> set[tuple[int, str, str, int]]:
+        """The source's metadata maps each spelling it used to its entity (``matched_artists``, ...).
+
+        Read and rewritten (under the write lock) only when the batch brings something this
+        writer has not recorded yet: most batches of a crawl repeat known names."""
+        seen = {(source_id, kind, spelling, entity_id) for kind, ids in plan.ids.items()
+                for spelling, entity_id in ids.items()}
+        if seen <= self._recorded and not any(plan.created.values()):
+            return seen
+        meta = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
+        changed = False
+        for kind, ids in plan.ids.items():
+            known = meta.get(f"matched_{kind}s") or {}
+            new = {spelling: entity_id for spelling, entity_id in ids.items() if known.get(spelling) != entity_id}
+            if new:
+                meta[f"matched_{kind}s"] = {**known, **new}
+                changed = True
+            if plan.created[kind]:
+                auto = dict(meta.get("auto_approved") or {})
+                auto[f"{kind}s"] = auto.get(f"{kind}s", 0) + plan.created[kind]
+                meta["auto_approved"] = auto
+                changed = True
+        if changed:
+            conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
+        return seen
+
+    def _source_name(self, conn: Connection, source_id: int) -> str:
+        if source_id not in self._source_names:
+            self._source_names[source_id] = conn.execute(
+                select(Source.name).where(Source.id == source_id)).scalar_one()
+        return self._source_names[source_id]
 
     def _suggest(self, known: dict[str, tuple[dict[int, str], dict[int, str]]], kind: str,
                  spelling: str) -> list[dict[str, Any]]:
@@ -124,25 +160,6 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
     })
     by_id = {i.external_id: i for i in items}
     return [(h, by_id[h.new.external_id]) for h in counts.held]
-
-
-def _record_matches(conn: Connection, source_id: int, plan: gate.Plan) -> None:
-    """The source's metadata maps each spelling it used to its entity (``matched_artists``, ...)."""
-    meta = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
-    changed = False
-    for kind, ids in plan.ids.items():
-        known = meta.get(f"matched_{kind}s") or {}
-        new = {spelling: entity_id for spelling, entity_id in ids.items() if known.get(spelling) != entity_id}
-        if new:
-            meta[f"matched_{kind}s"] = {**known, **new}
-            changed = True
-        if plan.created[kind]:
-            auto = dict(meta.get("auto_approved") or {})
-            auto[f"{kind}s"] = auto.get(f"{kind}s", 0) + plan.created[kind]
-            meta["auto_approved"] = auto
-            changed = True
-    if changed:
-        conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
 
 
 def ensure_source(engine: Engine, name: str, kind: str, location: str) -> int:

@@ -9,24 +9,20 @@ from __future__ import annotations
 import os
 import threading
 import time
-from datetime import timedelta
-
-from recordhound.config import ReviewConfig
+from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.db.engine import make_engine
-from recordhound.db.store import BatchResult, CatalogWriter, ReviewPolicy
+from recordhound.db.store import BatchResult, CatalogWriter
 from recordhound.items import Release
-from recordhound.review.factory import open_queue
+from recordhound.review.factory import open_writer
 
 PARENT_CHECK_SECONDS = 0.5
 _writer: CatalogWriter | None = None
 
 
-def init(database_url: str, last_seen_resolution_seconds: int, review: ReviewConfig, trusted: bool,
-         parent_pid: int | None = None) -> None:
+def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: int | None = None) -> None:
     """Executor initializer: one engine per writer; a writer process exits with its crawler."""
     global _writer
-    _writer = CatalogWriter(make_engine(database_url), timedelta(seconds=last_seen_resolution_seconds),
-                            open_queue(review), ReviewPolicy(trusted, review.price_threshold_pct))
+    _writer = open_writer(make_engine(store.database_url), store, review, trusted)
     if parent_pid is not None:
         threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
                          name="recordhound-parent-watch").start()

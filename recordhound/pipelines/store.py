@@ -123,12 +123,14 @@ class StorePipeline:
         """The source's metadata says how the crawl is going (the admin's Crawl status page)."""
         if self.engine is None:
             return
-        progress = {"items": self.counts["items"], "stored": self.counts["stored"],
-                    "parked": self.counts["parked"], "at": _now(),
-                    "items_per_minute": round(self.counts["items"] * 60 / max(now - self._started, 1e-6), 1)}
+        progress = self._progress(round(self.counts["items"] * 60 / max(now - self._started, 1e-6), 1))
         task = asyncio.ensure_future(asyncio.to_thread(
             update_source_meta, self.engine, self.source_id, {"progress": progress}))
         task.add_done_callback(_log_failure)
+
+    def _progress(self, items_per_minute: float | None) -> dict[str, Any]:
+        return {"items": self.counts["items"], "stored": self.counts["stored"], "parked": self.counts["parked"],
+                "at": _now(), "items_per_minute": items_per_minute}
 
     def _error_recorded(self, kind: str, url: str, message: str) -> None:
         self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": _now()})
@@ -143,8 +145,7 @@ class StorePipeline:
             "parsed_at": _now(), "finish_reason": reason,
             "error_message": None if not errors else f"{sum(errors.values())} problems: {errors}",
             "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
-            "progress": {"items": self.counts["items"], "stored": self.counts["stored"],
-                         "parked": self.counts["parked"], "at": _now(), "items_per_minute": None},
+            "progress": self._progress(None),
         })
         self.engine.dispose()
 
@@ -163,7 +164,7 @@ def _transient(exc: Exception) -> bool:
 
 def _writer_executor(config: StoreConfig, review: ReviewConfig, trusted: bool) -> Executor:
     """One writer, in a child process (default) or a thread (RECORDHOUND_STORE_WRITER)."""
-    args = (config.database_url, config.last_seen_resolution_seconds, review, trusted)
+    args = (config, review, trusted)
     if config.writer == "thread":
         return ThreadPoolExecutor(1, thread_name_prefix="recordhound-store",
                                   initializer=worker.init, initargs=args)

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine
 
 from recordhound.config import ReviewConfig
 from recordhound.db import entities
 from recordhound.db.engine import lock_for_writing
-from recordhound.db.models import Offer, OfferHistory
+from recordhound.db.offers import set_price
 from recordhound.db.store import CatalogWriter
 from recordhound.review.items import release_from_doc
 from recordhound.review.queue import ReviewError, ReviewQueue
@@ -113,15 +113,10 @@ class ApplyWorker:
         new_price = None if entry["new_price"] is None else Decimal(entry["new_price"])
         with self.engine.begin() as conn:
             lock_for_writing(conn)
-            row = conn.execute(select(Offer.price, Offer.currency).where(Offer.id == entry["offer_id"])).one_or_none()
-            if row is None:
-                raise ReviewError(f"offer {entry['offer_id']} no longer exists")
-            if (row.price, row.currency) != (new_price, entry["new_currency"]):
-                conn.execute(update(Offer).where(Offer.id == entry["offer_id"])
-                             .values(price=new_price, currency=entry["new_currency"]))
-                conn.execute(insert(OfferHistory).values(
-                    offer_id=entry["offer_id"], old_price=row.price, new_price=new_price,
-                    old_currency=row.currency, new_currency=entry["new_currency"], changed_at=datetime.now(UTC)))
+            try:
+                set_price(conn, entry["offer_id"], new_price, entry["new_currency"], datetime.now(UTC))
+            except LookupError as exc:
+                raise ReviewError(str(exc)) from exc
         return {"status": "approved", "entity_id": None, "offer_id": entry["offer_id"]}
 
     def _release(self, entry_id: int) -> Counter[str]:

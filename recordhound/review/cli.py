@@ -9,25 +9,17 @@ from typing import Any
 
 import click
 
+from recordhound.cli_settings import current_settings, setting_option
 from recordhound.review.queue import ENTITY_KINDS
 
 Doc = dict[str, Any]
-
-
-def _settings():  # type: ignore[no-untyped-def]
-    from recordhound.config import project_settings
-
-    settings = project_settings()
-    for pair in click.get_current_context().find_root().meta.get("recordhound.review_settings", ()):
-        settings.set(*pair, priority="cmdline")
-    return settings
 
 
 def _queue():  # type: ignore[no-untyped-def]
     from recordhound.config import ReviewConfig
     from recordhound.review.factory import open_queue
 
-    return open_queue(ReviewConfig.from_settings(_settings()))
+    return open_queue(ReviewConfig.from_settings(current_settings()))
 
 
 def _when(timestamp: float | None) -> str:
@@ -53,13 +45,11 @@ def describe(entry: Doc) -> str:
             + (f"\n      suggested merges: {suggestions}" if suggestions else ""))
 
 
-def register(main: click.Group, setting_option: Any) -> None:
+def register(main: click.Group) -> None:
     @main.group()
     @setting_option
-    @click.pass_context
-    def review(ctx: click.Context, settings: list[tuple[str, str]]) -> None:
+    def review() -> None:
         """The review queue: pending artists/labels/styles and price changes (Redis when REDIS_URL is set)."""
-        ctx.find_root().meta["recordhound.review_settings"] = settings
 
     @review.command("list")
     @click.option("--type", "kind", type=click.Choice([*ENTITY_KINDS, "price"]), default=None)
@@ -159,26 +149,19 @@ def register(main: click.Group, setting_option: Any) -> None:
     @main.command("apply")
     @setting_option
     @click.option("--follow", is_flag=True, help="keep running and apply decisions as they come")
-    @click.pass_context
-    def apply_command(ctx: click.Context, settings: list[tuple[str, str]], follow: bool) -> None:
+    def apply_command(follow: bool) -> None:
         """Carry out the approved decisions: product-DB writes, then completed (or failed)."""
         from recordhound.config import ReviewConfig, StoreConfig
-        from recordhound.db.engine import make_engine
-        from recordhound.db.migrate import upgrade
-        from recordhound.db.store import CatalogWriter, ReviewPolicy
+        from recordhound.db.migrate import open_database
         from recordhound.review.apply import ApplyWorker
-        from recordhound.review.factory import open_queue
-        from datetime import timedelta
+        from recordhound.review.factory import open_writer
 
-        ctx.find_root().meta["recordhound.review_settings"] = settings
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        project = _settings()
+        project = current_settings()
         store, review_config = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
-        engine = make_engine(store.database_url)
-        upgrade(engine)
-        queue = open_queue(review_config)
-        writer = CatalogWriter(engine, timedelta(seconds=store.last_seen_resolution_seconds), queue,
-                               ReviewPolicy(False, review_config.price_threshold_pct))
+        engine = open_database(store.database_url)
+        writer = open_writer(engine, store, review_config, trusted=False)
+        queue = writer.queue
         worker = ApplyWorker(engine, queue, writer, review_config)
         try:
             counts = worker.run(follow=follow)

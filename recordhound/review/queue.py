@@ -169,7 +169,7 @@ class ReviewQueue:
                     "offer_id": hold.offer_id, "external_id": hold.external_id, "url": hold.url,
                     "old_price": hold.old_price, "new_price": hold.new_price,
                     "old_currency": hold.old_currency, "new_currency": hold.new_currency,
-                    "change_pct": hold.change_pct, "sources": [{**hold.origin.doc()}],
+                    "change_pct": hold.change_pct, "sources": [hold.origin.doc()],
                     "name": f"offer {hold.external_id}: {hold.old_price} → {hold.new_price}"})
                 txn.put(ENTRIES, str(entry["id"]), entry)
                 held += 1
