@@ -142,7 +142,7 @@ def open_seconds(backend: Any) -> float:
     backend.reclaim_expired()
     leased = backend.lease(node, 16, 60.0)
     elapsed = time.perf_counter() - started
-    backend.release([entry.id for entry in leased])
+    backend.release([entry.lease for entry in leased])
     backend.leave(node, token)
     return elapsed
 
@@ -164,7 +164,7 @@ def scale(shop: ShopProcess, work: Path, seen: int) -> list[tuple[str, str]]:
         backend = RedisFrontier(REDIS_URL, f"{prefix}:demo")
         backend.open()
         fill(backend, size, shop.url)
-        backend.claim_start()
+        backend.commit([], [], [], seeded=True)
         backend.set_status("running")
         opened = open_seconds(backend)
         try:
@@ -179,7 +179,7 @@ def scale(shop: ShopProcess, work: Path, seen: int) -> list[tuple[str, str]]:
     backend = SqliteFrontier(str(path))
     backend.open()
     fill(backend, seen, shop.url)
-    backend.claim_start()
+    backend.commit([], [], [], seeded=True)
     backend.set_status("running")
     opened = open_seconds(backend)
     backend.close()

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, select
+
+from recordhound.db.ids import insert_with_ids
 
 from recordhound.db.models import Artist, ArtistSynonym, Label, LabelSynonym, Style, StyleSynonym
 from recordhound.text import name_key, preferred_spelling
@@ -64,10 +66,7 @@ def create_unknown(conn: Connection, kind: str, unknown: dict[str, list[str]]) -
         return {}
     entity = ENTITIES[kind].entity
     rows = [{"name": preferred_spelling(spellings), "name_key": key} for key, spellings in sorted(unknown.items())]
-    result = conn.execute(
-        insert(entity).returning(entity.name_key, entity.id, sort_by_parameter_order=True), rows
-    )
-    ids = dict(result.all())
+    ids = dict(zip((row["name_key"] for row in rows), insert_with_ids(conn, entity, rows)))
     created = {s: ids[key] for key, spellings in unknown.items() for s in spellings}
     attach(conn, kind, created)
     return created
@@ -111,4 +110,4 @@ def _add_synonyms(conn: Connection, tables: EntityTables, new: dict[str, int]) -
     """Record each spelling once; spellings already known were found by ``_by_synonym``."""
     if new:
         rows = [{"spelling": s, tables.fk: entity_id} for s, entity_id in sorted(new.items())]
-        conn.execute(insert(tables.synonym), rows)
+        insert_with_ids(conn, tables.synonym, rows)

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
+from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Offer, OfferHistory
 
 
@@ -92,17 +93,20 @@ def write_offers(
 
 
 def set_price(conn: Connection, offer_id: int, price: Decimal | None, currency: str | None,
-              now: datetime) -> bool:
-    """Give one offer a reviewed price, with its history row; False if it had that price already
-    (so applying the same decision twice writes one row)."""
+              now: datetime, expected: tuple[Decimal | None, str | None] | None = None) -> str:
+    """Give one offer a reviewed price, with its history row, compare-and-set: only while it
+    still has the ``expected`` (old) price. Returns "written", "already" (it has that price:
+    applying the same decision twice writes one row) or "superseded" (it has another price now)."""
     row = conn.execute(select(Offer.price, Offer.currency).where(Offer.id == offer_id)).one_or_none()
     if row is None:
         raise LookupError(f"offer {offer_id} no longer exists")
     if (row.price, row.currency) == (price, currency):
-        return False
+        return "already"
+    if expected is not None and (row.price, row.currency) != expected:
+        return "superseded"
     conn.execute(update(Offer).where(Offer.id == offer_id).values(price=price, currency=currency))
-    conn.execute(insert(OfferHistory).values(_history(offer_id, (row.price, row.currency), (price, currency), now)))
-    return True
+    insert_with_ids(conn, OfferHistory, [_history(offer_id, (row.price, row.currency), (price, currency), now)])
+    return "written"
 
 
 def _history(offer_id: int, old: tuple[Decimal | None, str | None], new: tuple[Decimal | None, str | None],
@@ -131,7 +135,7 @@ def _aware(moment: datetime) -> datetime:
 
 def _execute(conn: Connection, inserts: list[dict], updates: list[dict], history: list[dict]) -> None:  # type: ignore[type-arg]
     if inserts:
-        conn.execute(insert(Offer), inserts)
+        insert_with_ids(conn, Offer, inserts)
     if updates:
         conn.execute(
             update(Offer).where(Offer.id == bindparam("oid")).values(
@@ -141,4 +145,4 @@ def _execute(conn: Connection, inserts: list[dict], updates: list[dict], history
             [{k: v for k, v in u.items() if k != "external_id"} for u in updates]
         )
     if history:
-        conn.execute(insert(OfferHistory), history)
+        insert_with_ids(conn, OfferHistory, history)

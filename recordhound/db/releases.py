@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
+from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Release, ReleaseArtist, ReleaseStyle
 from recordhound.text import catalog_number_key
 
@@ -76,11 +77,8 @@ def _load(conn: Connection, keys: list[str]) -> dict[str, tuple[int, ReleaseRow]
 def _insert(conn: Connection, rows: list[ReleaseRow]) -> dict[str, int]:
     if not rows:
         return {}
-    result = conn.execute(
-        insert(Release).returning(Release.natural_key, Release.id, sort_by_parameter_order=True),
-        [row.columns() for row in rows],
-    )
-    ids = {key: release_id for key, release_id in result.all()}
+    new_ids = insert_with_ids(conn, Release, [row.columns() for row in rows])
+    ids = {row.natural_key: release_id for row, release_id in zip(rows, new_ids)}
     _link(conn, [(ids[row.natural_key], row) for row in rows])
     return ids
 

@@ -7,6 +7,11 @@ Invariants every backend keeps (tests/integration/test_frontier_contract.py chec
 3. A leased entry is acked, failed with a reason, or returned to the queue (lease expiry,
    ``reclaim_node`` of its node, ``release``). Nothing else removes it.
 4. Leases are handed out by priority (higher first), FIFO within a priority.
+5. Leases are fenced: every lease has a token (the entry's lease count, which only grows), and
+   ack, fail and release take effect only while that token is the entry's current lease. A
+   holder that stalled past its lease, whose entry was re-leased, is refused (``refused``).
+6. The crawl is ``seeded`` when the start requests are durably queued (the same ``commit``);
+   until then it is never drained, and a claim of a dead claimant can be taken over.
 """
 
 from __future__ import annotations
@@ -25,16 +30,34 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Lease:
+    """One lease of one entry: ``token`` fences it (the entry's lease count when it was taken)."""
+
+    id: int
+    token: int
+
+
+@dataclass(frozen=True)
 class Leased:
     id: int
     payload: str
     attempts: int  # how many times this entry has been leased, this one included
 
+    @property
+    def lease(self) -> Lease:
+        return Lease(self.id, self.attempts)
+
 
 @dataclass(frozen=True)
 class Failure:
-    id: int
+    lease: Lease
     reason: str
+
+
+@dataclass(frozen=True)
+class Committed:
+    queued: int  # new entries queued (the rest were seen before)
+    refused: int = 0  # acks and failures of leases that are no longer current (fenced off)
 
 
 @dataclass
@@ -44,7 +67,9 @@ class Counts:
     done: int = 0
     failed: int = 0
     seen: int = 0
-    status: str = "new"  # new | running | completed
+    status: str = "new"  # new | running | completed | resetting
+    seeded: bool = False  # the start requests are queued
+    start_claim: str = ""  # token of the node that claimed the start requests
 
     @property
     def leased_total(self) -> int:
@@ -52,7 +77,7 @@ class Counts:
 
     @property
     def drained(self) -> bool:
-        return self.queued == 0 and self.leased_total == 0
+        return self.seeded and self.queued == 0 and self.leased_total == 0
 
 
 @dataclass(frozen=True)
@@ -77,24 +102,31 @@ class FrontierBackend(ABC):
     def now(self) -> float:
         """The backend's clock (seconds), the one lease expiries are measured against."""
 
+    def is_transient(self, exc: BaseException) -> bool:
+        """Whether ``exc`` means "the store is unreachable or busy right now" (pause and retry),
+        as opposed to a bug or bad data (fail loudly)."""
+        return False
+
     @abstractmethod
-    def commit(self, entries: list[Entry], acks: list[int], failures: list[Failure]) -> int:
-        """Atomically queue unseen entries, then ack and fail; returns how many were queued."""
+    def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
+               seeded: bool = False) -> Committed:
+        """Atomically queue unseen entries, then ack and fail current leases (``seeded``: the
+        start requests are all in, the same step)."""
 
     @abstractmethod
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]: ...
 
     @abstractmethod
-    def release(self, ids: list[int]) -> None:
-        """Return leased entries to the queue (unstarted work at shutdown)."""
+    def release(self, leases: list[Lease]) -> int:
+        """Return current leases to the queue (unstarted work at shutdown); returns how many."""
 
     @abstractmethod
     def renew(self, node: str, lease_seconds: float) -> None:
         """Extend every lease ``node`` holds."""
 
     @abstractmethod
-    def leased_ids(self, node: str) -> list[int]:
-        """Ids ``node`` holds (to find leases whose reply was lost to a network error)."""
+    def leases_of(self, node: str) -> list[Lease]:
+        """The leases ``node`` holds (to find leases whose reply was lost to a network error)."""
 
     @abstractmethod
     def reclaim_expired(self) -> int:
@@ -115,8 +147,15 @@ class FrontierBackend(ABC):
         """Recent failed entries as (payload, reason)."""
 
     @abstractmethod
-    def claim_start(self) -> bool:
-        """True exactly once per crawl: the caller produces the start requests."""
+    def claim_start(self, token: str, replace_token: str) -> bool:
+        """Claim the start requests for the node with ``token``, if the crawl is not seeded and
+        the current claim is ``replace_token`` ("" for none: the first claim; a dead claimant's
+        token: a takeover). Compare-and-set: one caller wins."""
+
+    @abstractmethod
+    def begin_reset(self, expected_status: str) -> bool:
+        """Compare-and-set the crawl's status from ``expected_status`` to "resetting" (one node
+        of many starting on a completed crawl wins, and then calls ``reset``)."""
 
     @abstractmethod
     def set_status(self, status: str) -> None: ...

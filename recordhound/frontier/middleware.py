@@ -3,19 +3,22 @@ accounting (what each response yielded) so the scheduler acks only finished work
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from recordhound.frontier.registry import FRONTIER_ID, lookup
+from recordhound import failpoints
+from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID, lookup
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+START_WAIT_SECONDS = 0.25  # how often a node asks whether the start requests are in
 
 
 class FrontierMiddleware:
@@ -28,11 +31,16 @@ class FrontierMiddleware:
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         scheduler = lookup(self.crawler)
-        if scheduler is not None and not scheduler.claim_start():
-            logger.info("Start requests of this crawl were produced before; resuming from the frontier")
-            return
+        if scheduler is not None:
+            while (claim := scheduler.claim_start()) == "wait":
+                await asyncio.sleep(START_WAIT_SECONDS)  # another live node is writing them
+            if claim == "seeded":
+                logger.info("Start requests of this crawl were produced before; resuming from the frontier")
+                return
         async for item_or_request in start:
             yield item_or_request
+        if scheduler is not None:
+            scheduler.start_finished()  # every start request reached the scheduler (one at a time)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         scheduler = lookup(self.crawler)
@@ -44,10 +52,14 @@ class FrontierMiddleware:
         outcomes = scheduler.outcomes
         try:
             async for output in result:
-                if not isinstance(output, Request):
+                if isinstance(output, Request):
+                    output.meta[PARENT_ID] = frontier_id  # the scheduler counts it in: ack after children
+                    outcomes.child_yielded(frontier_id)
+                else:
                     outcomes.item_yielded(frontier_id)
                 yield output
         except Exception as exc:
-            outcomes.failed(frontier_id, f"callback raised {type(exc).__name__}: {exc}")
+            outcomes.output_finished(frontier_id, f"callback raised {type(exc).__name__}: {exc}")
             raise
+        failpoints.hit("spider.output_exhausted")
         outcomes.output_finished(frontier_id)

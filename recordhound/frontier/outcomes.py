@@ -1,9 +1,12 @@
 """What became of each request this node handed to the engine.
 
-A request is done when its callback's output is exhausted and every item it yielded has
-settled (scraped, dropped, or errored); it has failed when its errback ran or its callback
-raised; it is replaced when a downloader middleware (retry, redirect) queued a new request
-for it. The scheduler writes acks and failures only after the new requests are queued.
+A request is done when its callback's output is exhausted, every request it yielded has
+reached the scheduler (``child_enqueued``: it is then in the buffer written before any later
+ack), and every item it yielded has settled (scraped, dropped, or errored). Scrapy reads a
+callback's output ahead of the engine, so "output exhausted" alone says nothing about the
+children: counting them is what makes ack-after-children hold by construction. A request has
+failed when its errback ran or its callback raised (after its children are in, too); it is
+replaced when a downloader middleware (retry, redirect) queued a new request for it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 class _State:
     downloading: bool = True
     pending_items: int = 0
+    pending_children: int = 0
     output_done: bool = False
     error: str | None = None
 
@@ -50,16 +54,27 @@ class Outcomes:
         if (state := self._states.get(frontier_id)) is not None:
             state.pending_items += 1
 
+    def child_yielded(self, frontier_id: int) -> None:
+        if (state := self._states.get(frontier_id)) is not None:
+            state.pending_children += 1
+
+    def child_enqueued(self, frontier_id: int) -> None:
+        if (state := self._states.get(frontier_id)) is not None:
+            state.pending_children -= 1
+            self._maybe_finish(frontier_id, state)
+
     def item_settled(self, frontier_id: int, error: str | None = None) -> None:
         if (state := self._states.get(frontier_id)) is not None:
             state.pending_items -= 1
             state.error = state.error or error
             self._maybe_finish(frontier_id, state)
 
-    def output_finished(self, frontier_id: int) -> None:
+    def output_finished(self, frontier_id: int, error: str | None = None) -> None:
+        """The callback's output is exhausted (``error``: it raised after what it yielded)."""
         if (state := self._states.get(frontier_id)) is not None:
             state.downloading = False
             state.output_done = True
+            state.error = state.error or error
             self._maybe_finish(frontier_id, state)
 
     def failed(self, frontier_id: int, reason: str) -> None:
@@ -67,7 +82,7 @@ class Outcomes:
             self._on_failed(frontier_id, reason)
 
     def _maybe_finish(self, frontier_id: int, state: _State) -> None:
-        if state.output_done and state.pending_items <= 0:
+        if state.output_done and state.pending_items <= 0 and state.pending_children <= 0:
             del self._states[frontier_id]
             if state.error:
                 self._on_failed(frontier_id, state.error)

@@ -6,13 +6,13 @@ Key layout (P = ``{RECORDHOUND_REDIS_PREFIX}:{crawl}``):
     P:payloads        HASH  id -> request JSON (queued and leased entries)
     P:owner           HASH  id -> "node|score" for leased entries
     P:expiry          ZSET  id -> lease expiry (Redis clock, seconds)
-    P:attempts        HASH  id -> times leased
+    P:attempts        HASH  id -> times leased; the current count is the lease's fencing token
     P:leases:{node}   SET   ids leased by node (renew and reclaim by node)
     P:seen:{xxxx}     HASH  6-byte fingerprint tail -> "" (xxxx = first 2 bytes, hex):
                             65,536 small listpack-encoded hashes, ~20 bytes per URL
     P:counters        HASH  seq, seen, done, failed
     P:failed          LIST  JSON {id, payload, reason, at}
-    P:state           HASH  started, status
+    P:state           HASH  status, start_claim (a node's token), seeded (start requests queued)
     P:nodes           HASH  node -> JSON {host, pid, token, heartbeat}
 
 Every multi-step update is one Lua script (``redis_scripts.py``). Scripts build the
@@ -29,7 +29,8 @@ import redis
 
 from recordhound.exceptions import RecordhoundError
 from recordhound.frontier import redis_scripts as lua
-from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Leased, NodeInfo
+from recordhound.frontier.backend import (
+    Committed, Counts, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo)
 
 MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
 
@@ -53,7 +54,8 @@ class RedisFrontier(FrontierBackend):
                 f"REDIS_URL to use the embedded frontier") from exc
         self._redis = client
         self._scripts = {name: client.register_script(getattr(lua, name))
-                         for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT")}
+                         for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT",
+                                     "CLAIM_START", "BEGIN_RESET")}
 
     def close(self) -> None:
         if self._redis is not None:
@@ -72,18 +74,31 @@ class RedisFrontier(FrontierBackend):
         seconds, micros = self.r.time()
         return seconds + micros / 1e6
 
-    def commit(self, entries: list[Entry], acks: list[int], failures: list[Failure]) -> int:
+    def is_transient(self, exc: BaseException) -> bool:
+        if isinstance(exc, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError):
+            return True
+        # refused writes of a full Redis (noeviction), a replica, or one still loading its AOF
+        return isinstance(exc, redis.ResponseError) and str(exc).startswith(("OOM", "READONLY", "LOADING",
+                                                                              "MASTERDOWN"))
+
+    def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
+               seeded: bool = False) -> Committed:
         args: list[Any] = [f"{self.prefix}:seen:", f"{self.prefix}:leases:", len(entries)]
         for entry in entries:
             fp = entry.fingerprint
             bucket, field = (fp[:2].hex(), fp[2:8]) if fp is not None else ("", b"")
             priority = max(-MAX_PRIORITY, min(MAX_PRIORITY, entry.priority))
             args += [bucket, field, priority, entry.payload]
-        args += [len(acks), *acks, len(failures)]
+        args.append(len(acks))
+        for ack in acks:
+            args += [ack.id, ack.token]
+        args.append(len(failures))
         for failure in failures:
-            args += [failure.id, failure.reason]
-        keys = self._k("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed")
-        return int(self._scripts["COMMIT"](keys=keys, args=args))
+            args += [failure.lease.id, failure.lease.token, failure.reason]
+        args.append(1 if seeded else 0)
+        keys = self._k("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state")
+        queued, refused = self._scripts["COMMIT"](keys=keys, args=args)
+        return Committed(int(queued), int(refused))
 
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
         flat = self._scripts["LEASE"](keys=self._k("queue", "payloads", "owner", "expiry", "attempts"),
@@ -91,18 +106,23 @@ class RedisFrontier(FrontierBackend):
         return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2])) for i in range(0, len(flat), 3)]
 
     def _requeue(self, mode: str, *args: Any) -> int:
-        return int(self._scripts["REQUEUE"](keys=self._k("queue", "owner", "expiry"),
+        return int(self._scripts["REQUEUE"](keys=self._k("queue", "owner", "expiry", "attempts"),
                                             args=[f"{self.prefix}:leases:", mode, *args]))
 
-    def release(self, ids: list[int]) -> None:
-        for start in range(0, len(ids), 1000):
-            self._requeue("ids", *ids[start:start + 1000])
+    def release(self, leases: list[Lease]) -> int:
+        moved = 0
+        for start in range(0, len(leases), 500):
+            moved += self._requeue("leases", *(v for lease in leases[start:start + 500]
+                                               for v in (lease.id, lease.token)))
+        return moved
 
     def renew(self, node: str, lease_seconds: float) -> None:
         self._scripts["RENEW"](keys=self._k("expiry"), args=[f"{self.prefix}:leases:", node, lease_seconds])
 
-    def leased_ids(self, node: str) -> list[int]:
-        return [int(i) for i in self.r.smembers(f"{self.prefix}:leases:{node}")]
+    def leases_of(self, node: str) -> list[Lease]:
+        ids = sorted(int(i) for i in self.r.smembers(f"{self.prefix}:leases:{node}"))
+        tokens = self.r.hmget(self.keys["attempts"], ids) if ids else []
+        return [Lease(i, int(t)) for i, t in zip(ids, tokens) if t is not None]
 
     def reclaim_expired(self) -> int:
         return self._requeue("expired", "")
@@ -118,21 +138,27 @@ class RedisFrontier(FrontierBackend):
         pipe.zcard(self.keys["queue"])
         pipe.hvals(self.keys["owner"])
         pipe.hmget(self.keys["counters"], "done", "failed", "seen")
-        pipe.hget(self.keys["state"], "status")
-        queued, owners, (done, failed, seen), status = pipe.execute()
+        pipe.hgetall(self.keys["state"])
+        queued, owners, (done, failed, seen), state = pipe.execute()
         leased: dict[str, int] = {}
         for owner in owners:
             node = owner.decode().rsplit("|", 1)[0]
             leased[node] = leased.get(node, 0) + 1
+        state = {k.decode(): v.decode() for k, v in state.items()}
         return Counts(queued=queued, leased=leased, done=int(done or 0), failed=int(failed or 0),
-                      seen=int(seen or 0), status=status.decode() if status else "new")
+                      seen=int(seen or 0), status=state.get("status") or "new",
+                      seeded="seeded" in state or "started" in state,  # "started": crawls before 0.2
+                      start_claim=state.get("start_claim", ""))
 
     def failures(self, limit: int = 100) -> list[tuple[str, str]]:
         rows = [json.loads(raw) for raw in self.r.lrange(self.keys["failed"], 0, limit - 1)]
         return [(row["payload"], row["reason"]) for row in rows]
 
-    def claim_start(self) -> bool:
-        return bool(self.r.hsetnx(self.keys["state"], "started", self.now()))
+    def claim_start(self, token: str, replace_token: str) -> bool:
+        return bool(self._scripts["CLAIM_START"](keys=self._k("state"), args=[token, replace_token]))
+
+    def begin_reset(self, expected_status: str) -> bool:
+        return bool(self._scripts["BEGIN_RESET"](keys=self._k("state"), args=[expected_status]))
 
     def set_status(self, status: str) -> None:
         self.r.hset(self.keys["state"], "status", status)
@@ -155,14 +181,17 @@ class RedisFrontier(FrontierBackend):
         self._scripts["HEARTBEAT"](keys=self._k("nodes"), args=[node, token, 1])
 
     def reset(self) -> None:
+        """Delete every key of the crawl; ``P:state`` last, so a "resetting" status stays
+        visible to other starting nodes until the crawl is really empty."""
+        state = self.keys["state"].encode()
         batch: list[bytes] = []
         for key in self.r.scan_iter(match=f"{self.prefix}:*", count=1000):
-            batch.append(key)
+            if key != state:
+                batch.append(key)
             if len(batch) >= 1000:
                 self.r.unlink(*batch)
                 batch = []
-        if batch:
-            self.r.unlink(*batch)
+        self.r.unlink(*batch, state)
 
 
 def _safe(url: str) -> str:

@@ -4,12 +4,15 @@ Scores: ``-priority * 2**40 + id`` orders the queue by priority (higher first), 
 The owner hash keeps "node|score" so a returned lease goes back to its place in line.
 """
 
-# KEYS: queue payloads counters owner expiry attempts failed
-# ARGV: seen_prefix node_prefix n [bucket field priority payload]*n na [id]*na nf [id reason]*nf
+# KEYS: queue payloads counters owner expiry attempts failed state
+# ARGV: seen_prefix node_prefix n [bucket field priority payload]*n na [id token]*na
+#       nf [id token reason]*nf seeded(0/1)
+# Returns {queued, refused}: refused acks/failures name a lease that is no longer current.
 COMMIT = """
-local function drop_lease(id)
+local function drop_lease(id, token)
   local owner = redis.call('HGET', KEYS[4], id)
   if not owner then return nil end
+  if redis.call('HGET', KEYS[6], id) ~= token then return nil end
   local node = string.match(owner, '^(.*)|')
   redis.call('HDEL', KEYS[4], id)
   redis.call('ZREM', KEYS[5], id)
@@ -41,24 +44,25 @@ if seen > 0 then redis.call('HINCRBY', KEYS[3], 'seen', seen) end
 local na = tonumber(ARGV[i]); i = i + 1
 local done = 0
 for _ = 1, na do
-  if drop_lease(ARGV[i]) then done = done + 1 end
-  i = i + 1
+  if drop_lease(ARGV[i], ARGV[i + 1]) then done = done + 1 end
+  i = i + 2
 end
 if done > 0 then redis.call('HINCRBY', KEYS[3], 'done', done) end
 local nf = tonumber(ARGV[i]); i = i + 1
 local now = redis.call('TIME')
 local failed = 0
 for _ = 1, nf do
-  local id, reason = ARGV[i], ARGV[i + 1]
-  i = i + 2
-  local payload = drop_lease(id)
+  local id, token, reason = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  i = i + 3
+  local payload = drop_lease(id, token)
   if payload then
     redis.call('LPUSH', KEYS[7], cjson.encode({id = id, payload = payload, reason = reason, at = tonumber(now[1])}))
     failed = failed + 1
   end
 end
 if failed > 0 then redis.call('HINCRBY', KEYS[3], 'failed', failed) end
-return queued
+if ARGV[i] == '1' then redis.call('HSET', KEYS[8], 'seeded', '1') end
+return {queued, na + nf - done - failed}
 """
 
 # KEYS: queue payloads owner expiry attempts   ARGV: node_prefix node count lease_seconds
@@ -82,18 +86,21 @@ end
 return out
 """
 
-# Return leases to the queue. KEYS: queue owner expiry   ARGV: node_prefix mode arg
-# mode "ids": arg... are ids; "node": arg is a node; "expired": every lease past its expiry.
+# Return leases to the queue. KEYS: queue owner expiry attempts   ARGV: node_prefix mode arg
+# mode "leases": arg... are id, token pairs (only current leases move); "node": arg is a node;
+# "expired": every lease past its expiry.
 REQUEUE = """
 local ids
-if ARGV[2] == 'node' then
+if ARGV[2] == 'leases' then
+  ids = {}
+  for j = 3, #ARGV, 2 do
+    if redis.call('HGET', KEYS[4], ARGV[j]) == ARGV[j + 1] then ids[#ids + 1] = ARGV[j] end
+  end
+elseif ARGV[2] == 'node' then
   ids = redis.call('SMEMBERS', ARGV[1] .. ARGV[3])
 elseif ARGV[2] == 'expired' then
   local now = redis.call('TIME')
   ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', tonumber(now[1]) + tonumber(now[2]) / 1e6, 'LIMIT', 0, 5000)
-else
-  ids = {}
-  for j = 3, #ARGV do ids[#ids + 1] = ARGV[j] end
 end
 local moved = 0
 for _, id in ipairs(ids) do
@@ -140,5 +147,24 @@ if ARGV[3] == '1' then redis.call('HDEL', KEYS[1], ARGV[1]) return 1 end
 local now = redis.call('TIME')
 info.heartbeat = tonumber(now[1]) + tonumber(now[2]) / 1e6
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(info))
+return 1
+"""
+
+# KEYS: state   ARGV: token replace_token   (compare-and-set of the start claim)
+CLAIM_START = """
+if redis.call('HEXISTS', KEYS[1], 'seeded') == 1 or redis.call('HEXISTS', KEYS[1], 'started') == 1 then
+  return 0
+end
+local current = redis.call('HGET', KEYS[1], 'start_claim') or ''
+if current ~= ARGV[2] and current ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'start_claim', ARGV[1])
+return 1
+"""
+
+# KEYS: state   ARGV: expected_status   (compare-and-set: one node resets a completed crawl)
+BEGIN_RESET = """
+local status = redis.call('HGET', KEYS[1], 'status') or 'new'
+if status ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'resetting')
 return 1
 """

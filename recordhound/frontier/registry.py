@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 _schedulers: WeakKeyDictionary[Crawler, FrontierScheduler] = WeakKeyDictionary()
 
 FRONTIER_ID = "recordhound_frontier_id"  # request.meta key of a leased request's id
+PARENT_ID = "recordhound_parent_id"  # request.meta key of a yielded request: its parent's id (popped)
 
 
 def register(crawler: Crawler, scheduler: FrontierScheduler) -> None:

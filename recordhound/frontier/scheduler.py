@@ -12,24 +12,29 @@ from __future__ import annotations
 
 import itertools
 import logging
+import socket
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
-from twisted.internet import task
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet import task, threads
 
+from recordhound import failpoints
 from recordhound.config import FrontierConfig
 from recordhound.errors import record_error
 from recordhound.frontier import registry, serialize
-from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend
+from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Lease
 from recordhound.frontier.factory import make_backend
-from recordhound.frontier.nodes import claim_node_id, others_alive, this_process
+from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive
 from recordhound.frontier.outcomes import Outcomes
-from recordhound.frontier.registry import FRONTIER_ID
+from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
+from recordhound.frontier.renewer import Renewer
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
 
     from recordhound.frontier.dupefilter import FrontierDupeFilter
 
@@ -37,6 +42,7 @@ logger = logging.getLogger(__name__)
 COUNTS_TTL_SECONDS = 0.5
 RECLAIM_EVERY_SECONDS = 5.0
 ORPHAN_TICKS = 3  # ticks the engine must be idle before a handed-out request counts as orphaned
+RESET_WAIT_SECONDS = 0.2  # how often a starting node looks whether another one's reset is done
 STAT = "recordhound/frontier/"
 
 
@@ -52,8 +58,12 @@ class FrontierScheduler:
         self._entries: list[Entry] = []
         self._entry_fps: set[bytes] = set()
         self._seen = SeenCache(config.seen_cache)  # fingerprints known to be in the seen-set
-        self._acks: list[int] = []
+        self._acks: list[Lease] = []
         self._failures: list[Failure] = []
+        self._tokens: dict[int, int] = {}  # frontier id -> the token of our lease on it
+        self._seed_pending = False  # the start requests are all buffered: mark the crawl seeded
+        self._renewer: Renewer | None = None
+        self._broken = False  # a non-transient backend error: the crawl is being closed
         self._counts: tuple[float, Counts] | None = None
         self._tick: task.LoopingCall | None = None
         self._last_renew = self._last_reclaim = 0.0
@@ -78,30 +88,40 @@ class FrontierScheduler:
 
     # --- lifecycle --------------------------------------------------------------------
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> Deferred[None]:
+        """Connects and registers this node off the reactor thread (lock waits, a reset)."""
         self.spider = spider
         profile = getattr(spider, "profile", None)
         crawl = self.config.crawl_id or (profile.name if profile is not None else spider.name)
         self.backend = make_backend(self.config, crawl)
+        deferred: Deferred[None] = threads.deferToThread(self._open_backend, crawl)
+        deferred.addCallback(self._opened, crawl)
+        return deferred
+
+    def _open_backend(self, crawl: str) -> None:
+        assert self.backend is not None
         self.backend.open()
-        self.df.backend = self.backend
         self._begin(crawl)
+
+    def _opened(self, _: None, crawl: str) -> None:
+        self.df.backend = self.backend
         registry.register(self.crawler, self)
+        self._renewer = Renewer(lambda: self._second_backend(crawl), self.node, self.token,
+                                self.config.lease_seconds)
+        self._renewer.start()
         self._tick = task.LoopingCall(self._on_tick)
         self._tick.start(self.config.flush_seconds, now=False)
 
+    def _second_backend(self, crawl: str) -> FrontierBackend:
+        backend = make_backend(self.config, crawl)
+        backend.open()
+        return backend
+
     def _begin(self, crawl: str) -> None:
         assert self.backend is not None
-        counts = self.backend.counts()
-        never_ran = counts.seen + counts.queued + counts.leased_total + counts.done + counts.failed == 0
-        if counts.status == "completed" or (never_ran and counts.status != "new"):
-            if not others_alive(self.backend, self.config.lease_seconds):
-                # completed: a new crawl; never ran: killed before its start requests were written
-                logger.info("Crawl %r was %s; starting it anew", crawl,
-                            "completed" if counts.status == "completed" else "never started")
-                self.backend.reset()
+        self._reset_if_completed(crawl)
         self.node, self.token = claim_node_id(self.backend, self.config.node_id, self.config.lease_seconds)
-        reclaimed = self.backend.reclaim_node(self.node) + self.backend.reclaim_expired()
+        reclaimed = self.backend.reclaim_node(self.node) + self._reclaim_dead() + self.backend.reclaim_expired()
         self.backend.set_status("running")
         counts = self.backend.counts()
         logger.info(
@@ -111,6 +131,34 @@ class FrontierScheduler:
             counts.failed, counts.seen, reclaimed)
         self._inc("reclaimed", reclaimed)
 
+    def _reset_if_completed(self, crawl: str) -> None:
+        """A completed crawl starts anew: exactly one of the nodes starting on it resets it
+        (compare-and-set on its status), the others wait until the reset is done."""
+        assert self.backend is not None
+        waited = 0.0
+        while True:
+            status = self.backend.counts().status
+            if status == "completed" and not others_alive(self.backend, self.config.lease_seconds):
+                if self.backend.begin_reset("completed"):
+                    logger.info("Crawl %r was completed; starting it anew", crawl)
+                    self.backend.reset()
+                    return
+            elif status != "resetting":
+                return
+            elif waited >= self.config.lease_seconds and self.backend.begin_reset("resetting"):
+                logger.warning("A reset of crawl %r was left unfinished; finishing it", crawl)
+                self.backend.reset()
+                return
+            time.sleep(RESET_WAIT_SECONDS)  # off the reactor: open() runs this in a thread
+            waited += RESET_WAIT_SECONDS
+
+    def _reclaim_dead(self) -> int:
+        """Leases of registered nodes that are gone (no heartbeat, or a dead pid on this host)."""
+        assert self.backend is not None
+        host, now = this_host(), self.backend.now()
+        return sum(self.backend.reclaim_node(node) for node, info in self.backend.nodes().items()
+                   if node != self.node and not holder_alive(info, host, now, self.config.lease_seconds))
+
     def _where(self) -> str:
         backend = self.backend
         return getattr(backend, "path", None) or f"{getattr(backend, 'prefix', '')}:*"
@@ -118,20 +166,24 @@ class FrontierScheduler:
     def close(self, reason: str) -> None:
         if self._tick is not None and self._tick.running:
             self._tick.stop()
+        if self._renewer is not None:
+            self._renewer.stop()
         if self.backend is None:
             return
         try:
+            if self._broken:
+                return  # leases come back when this node restarts (or they expire)
             self._flush()
             unstarted = [r.meta[FRONTIER_ID] for r in self._leased] + self.outcomes.forget()
             self._leased.clear()
-            self.backend.release(unstarted)
-            self._inc("released", len(unstarted))
+            released = self.backend.release([self._lease(i) for i in unstarted])
+            self._inc("released", released)
             counts = self.backend.counts()
             if reason == "finished" and counts.drained:
                 self.backend.set_status("completed")
             self.backend.leave(self.node, self.token)
             logger.info("Frontier closed (%s): %d unstarted leases returned; %d queued, %d done, %d failed",
-                        reason, len(unstarted), counts.queued, counts.done, counts.failed)
+                        reason, released, counts.queued, counts.done, counts.failed)
         finally:
             self.backend.close()
 
@@ -151,11 +203,18 @@ class FrontierScheduler:
 
     def enqueue_request(self, request: Request) -> bool:
         parent = request.meta.get(FRONTIER_ID)
+        child_of = request.meta.pop(PARENT_ID, None)
         queued = self._buffer(request)
         if parent is not None and self.outcomes.is_downloading(parent):
             # a retry or redirect stands for its parent now (even when it is a duplicate);
             # the parent's ack is written after the buffer that holds its replacement
-            self.outcomes.replaced(parent)
+            if _redirect_loop(request):
+                chain = " → ".join([*request.meta["redirect_urls"], request.url])
+                self.outcomes.failed(parent, f"redirect loop: {chain}")
+            else:
+                self.outcomes.replaced(parent)
+        if child_of is not None:
+            self.outcomes.child_enqueued(child_of)  # buffered: written before its parent's ack
         if len(self._entries) >= self.config.push_batch:
             self._flush_safely()
         return queued
@@ -179,6 +238,8 @@ class FrontierScheduler:
         return True
 
     def next_request(self) -> Request | None:
+        if self._broken:
+            return None
         if not self._leased and self._down_since is None:
             if self._entries:
                 self._flush_safely()  # the engine is idle for want of what sits in our buffer
@@ -192,9 +253,38 @@ class FrontierScheduler:
         self.stats.inc_value("scheduler/dequeued")  # type: ignore[union-attr]
         return request
 
-    def claim_start(self) -> bool:
+    def claim_start(self) -> str:
+        """"claimed": this node writes the start requests; "seeded": they are in; "wait":
+        another live node claimed them and has not finished (or the backend is down)."""
         assert self.backend is not None
-        return self.backend.claim_start()
+        try:
+            counts = self.backend.counts()
+            if counts.seeded:
+                return "seeded"
+            if counts.start_claim == self.token:
+                return "claimed"
+            if counts.start_claim and self._claimant_alive(counts.start_claim):
+                return "wait"
+            if not self.backend.claim_start(self.token, counts.start_claim):
+                return "wait"
+        except Exception as exc:  # the backend's client raises its own error types
+            self._backend_error(exc)
+            return "wait"
+        if counts.start_claim:
+            logger.warning("The node that claimed the start requests is gone; this node writes them")
+        failpoints.hit("frontier.after_start_claim")
+        return "claimed"
+
+    def _claimant_alive(self, token: str) -> bool:
+        assert self.backend is not None
+        host, now = this_host(), self.backend.now()
+        return any(info.token == token and holder_alive(info, host, now, self.config.lease_seconds)
+                   for info in self.backend.nodes().values())
+
+    def start_finished(self) -> None:
+        """Every start request is buffered: the next write marks the crawl seeded with them."""
+        self._seed_pending = True
+        self._flush_safely()
 
     # --- leasing ----------------------------------------------------------------------
 
@@ -203,10 +293,11 @@ class FrontierScheduler:
         try:
             leased = self.backend.lease(self.node, self.config.lease_batch, self.config.lease_seconds)
         except Exception as exc:  # the backend's client raises its own error types
-            self._went_down(exc)
+            self._backend_error(exc)
             return
         self._inc("leased", len(leased))
         for entry in leased:
+            self._tokens[entry.id] = entry.attempts
             if entry.attempts > self.config.max_attempts:
                 self._failed(entry.id, f"leased {entry.attempts - 1} times without an outcome")
                 continue
@@ -220,11 +311,14 @@ class FrontierScheduler:
 
     # --- outcomes ---------------------------------------------------------------------
 
+    def _lease(self, frontier_id: int) -> Lease:
+        return Lease(frontier_id, self._tokens.pop(frontier_id, 0))
+
     def _acked(self, frontier_id: int) -> None:
-        self._acks.append(frontier_id)
+        self._acks.append(self._lease(frontier_id))
 
     def _failed(self, frontier_id: int, reason: str) -> None:
-        self._failures.append(Failure(frontier_id, reason))
+        self._failures.append(Failure(self._lease(frontier_id), reason))
 
     def _response_received(self, response: Any, request: Request) -> None:
         frontier_id = request.meta.get(FRONTIER_ID)
@@ -242,24 +336,35 @@ class FrontierScheduler:
     # --- writing and the tick ---------------------------------------------------------
 
     def _flush(self) -> None:
-        if not (self._entries or self._acks or self._failures):
+        if not (self._entries or self._acks or self._failures or self._seed_pending):
             return
         assert self.backend is not None
-        entries, acks, failures = self._entries, self._acks, self._failures
-        queued = self.backend.commit(entries, acks, failures)
+        entries, acks, failures, seeded = self._entries, self._acks, self._failures, self._seed_pending
+        failpoints.hit("frontier.before_flush")
+        committed = self.backend.commit(entries, acks, failures, seeded)
+        failpoints.hit("frontier.after_flush")
         self._seen.update(self._entry_fps)
         self._entries, self._entry_fps, self._acks, self._failures = [], set(), [], []
+        self._seed_pending = False
         self._counts = None
-        self._inc("queued", queued)
-        self._inc("duplicates", len(entries) - queued)
+        self._inc("queued", committed.queued)
+        self._inc("duplicates", len(entries) - committed.queued)
         self._inc("acked", len(acks))
         self._inc("failed", len(failures))
+        if committed.refused:
+            self._stale(committed.refused)
+
+    def _stale(self, refused: int) -> None:
+        if not self.stats.get_value(STAT + "stale_refused"):  # type: ignore[union-attr]
+            logger.warning("%d acks or failures of this node were refused: their leases had expired "
+                           "and were taken over (the node stalled); the new holders redo that work", refused)
+        self._inc("stale_refused", refused)
 
     def _flush_safely(self) -> bool:
         try:
             self._flush()
         except Exception as exc:  # the backend's client raises its own error types
-            self._went_down(exc)
+            self._backend_error(exc)
             return False
         return True
 
@@ -270,7 +375,7 @@ class FrontierScheduler:
                 assert self.backend is not None
                 self._counts = (now, self.backend.counts())
             except Exception as exc:  # the backend's client raises its own error types
-                self._went_down(exc)
+                self._backend_error(exc)
                 return None
         return self._counts[1]
 
@@ -281,7 +386,7 @@ class FrontierScheduler:
         try:
             self._maintain(now)
         except Exception as exc:  # the backend's client raises its own error types
-            self._went_down(exc)
+            self._backend_error(exc)
             return
         if self._down_since is not None:
             logger.warning("Frontier backend is reachable again after %.1f s; resuming",
@@ -310,26 +415,37 @@ class FrontierScheduler:
             self._orphan_ticks = 0
 
     def _maintain(self, now: float) -> None:
+        """Lease renewal and the heartbeat run on the renewer's thread; here: write what is
+        buffered, and return the leases of nodes that died or expired."""
         assert self.backend is not None
         self._flush()
-        if now - self._last_renew >= self.config.lease_seconds / 4:
-            self.backend.renew(self.node, self.config.lease_seconds)
-            if not self.backend.heartbeat(self.node, self.token):
-                self.backend.claim_node(self.node, this_process(self.token), None)
-            self._last_renew = now
         if now - self._last_reclaim >= RECLAIM_EVERY_SECONDS:
-            self._inc("reclaimed", self.backend.reclaim_expired())
+            self._inc("reclaimed", self.backend.reclaim_expired() + self._reclaim_dead())
             self._last_reclaim = now
 
     def _release_lost_leases(self) -> None:
         """A lease whose reply was lost with the connection is held by us but known to nobody."""
         assert self.backend is not None
         known = {r.meta[FRONTIER_ID] for r in self._leased} | set(self.outcomes.ids())
-        lost = [i for i in self.backend.leased_ids(self.node) if i not in known]
+        lost = [lease for lease in self.backend.leases_of(self.node) if lease.id not in known]
         if lost:
-            self.backend.release(lost)
-            logger.warning("Returned %d leases whose reply was lost during the outage", len(lost))
-            self._inc("released", len(lost))
+            released = self.backend.release(lost)
+            logger.warning("Returned %d leases whose reply was lost during the outage", released)
+            self._inc("released", released)
+
+    def _backend_error(self, exc: Exception) -> None:
+        """An outage pauses and retries; anything else is a bug or bad data: fail loudly."""
+        assert self.backend is not None
+        if self.backend.is_transient(exc):
+            self._went_down(exc)
+            return
+        if self._broken:
+            return
+        self._broken = True
+        logger.error("Frontier error that retrying cannot fix; closing the crawl", exc_info=exc)
+        self.stats.set_value("recordhound/fatal", f"frontier: {type(exc).__name__}: {exc}")  # type: ignore[union-attr]
+        if self.crawler.engine is not None:
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason="frontier_error"))
 
     def _went_down(self, exc: Exception) -> None:
         now = time.monotonic()
@@ -348,6 +464,15 @@ class FrontierScheduler:
     def _inc(self, name: str, count: int = 1) -> None:
         if count and self.stats is not None:
             self.stats.inc_value(STAT + name, count)
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def _redirect_loop(request: Request) -> bool:
+    """A redirect back to a URL of its own chain (Scrapy's RedirectMiddleware keeps the chain)."""
+    return request.url in request.meta.get("redirect_urls", ())
 
 
 def _frontier_id(response: Any) -> int | None:

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from recordhound.exceptions import RecordhoundError
-from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Leased, NodeInfo
+from recordhound.frontier.backend import (
+    Committed, Counts, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue (
@@ -28,6 +29,7 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, host TEXT, pid INTEGER, token TEXT, heartbeat REAL);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
+CURRENT = "id = ? AND attempts = ? AND owner IS NOT NULL"  # the lease named by (id, token) is current
 
 
 class SqliteFrontier(FrontierBackend):
@@ -69,7 +71,11 @@ class SqliteFrontier(FrontierBackend):
             db.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
                        (name, delta, delta))
 
-    def commit(self, entries: list[Entry], acks: list[int], failures: list[Failure]) -> int:
+    def is_transient(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError)  # locked, busy, disk I/O
+
+    def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
+               seeded: bool = False) -> Committed:
         queued = seen = 0
         with self._tx() as db:
             for entry in entries:
@@ -81,21 +87,24 @@ class SqliteFrontier(FrontierBackend):
                 queued += 1
             self._add(db, "seen", seen)
             self._add(db, "queued", queued)
-            done = sum(db.execute("DELETE FROM queue WHERE id = ? AND owner IS NOT NULL", (i,)).rowcount
-                       for i in acks)
+            done = sum(db.execute(f"DELETE FROM queue WHERE {CURRENT}", (a.id, a.token)).rowcount for a in acks)
             self._add(db, "done", done)
-            self._fail(db, failures)
-        return queued
+            failed = self._fail(db, failures)
+            if seeded:
+                db.execute("INSERT OR REPLACE INTO state VALUES ('seeded', '1')")
+        return Committed(queued, len(acks) + len(failures) - done - failed)
 
-    def _fail(self, db: sqlite3.Connection, failures: list[Failure]) -> None:
+    def _fail(self, db: sqlite3.Connection, failures: list[Failure]) -> int:
         failed = 0
         for failure in failures:
-            row = db.execute("DELETE FROM queue WHERE id = ? AND owner IS NOT NULL RETURNING payload",
-                             (failure.id,)).fetchone()
+            row = db.execute(f"DELETE FROM queue WHERE {CURRENT} RETURNING payload",
+                             (failure.lease.id, failure.lease.token)).fetchone()
             if row:
-                db.execute("INSERT INTO failed VALUES (?, ?, ?, ?)", (failure.id, row[0], failure.reason, self.now()))
+                db.execute("INSERT INTO failed VALUES (?, ?, ?, ?)",
+                           (failure.lease.id, row[0], failure.reason, self.now()))
                 failed += 1
         self._add(db, "failed", failed)
+        return failed
 
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
         with self._tx() as db:
@@ -115,18 +124,22 @@ class SqliteFrontier(FrontierBackend):
             self._add(db, "queued", moved)
         return moved
 
-    def release(self, ids: list[int]) -> None:
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            self._requeue(f"id IN ({','.join('?' * len(chunk))})", tuple(chunk))
+    def release(self, leases: list[Lease]) -> int:
+        moved = 0
+        with self._tx() as db:
+            for lease in leases:
+                moved += db.execute(f"UPDATE queue SET owner = NULL, expires = NULL WHERE {CURRENT}",
+                                    (lease.id, lease.token)).rowcount
+            self._add(db, "queued", moved)
+        return moved
 
     def renew(self, node: str, lease_seconds: float) -> None:
         with self._tx() as db:
             db.execute("UPDATE queue SET expires = ? WHERE owner = ?", (self.now() + lease_seconds, node))
 
-    def leased_ids(self, node: str) -> list[int]:
+    def leases_of(self, node: str) -> list[Lease]:
         assert self._db is not None
-        return [row[0] for row in self._db.execute("SELECT id FROM queue WHERE owner = ?", (node,))]
+        return [Lease(r[0], r[1]) for r in self._db.execute("SELECT id, attempts FROM queue WHERE owner = ?", (node,))]
 
     def reclaim_expired(self) -> int:
         return self._requeue("expires < ?", (self.now(),))
@@ -143,22 +156,34 @@ class SqliteFrontier(FrontierBackend):
         counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
         leased = dict(self._db.execute(
             "SELECT owner, count(*) FROM queue WHERE owner IS NOT NULL GROUP BY owner").fetchall())
+        state = dict(self._db.execute("SELECT key, value FROM state").fetchall())
         return Counts(queued=counters.get("queued", 0), leased=leased, done=counters.get("done", 0),
                       failed=counters.get("failed", 0), seen=counters.get("seen", 0),
-                      status=self._state("status") or "new")
+                      status=state.get("status") or "new",
+                      seeded="seeded" in state or "started" in state,  # "started": files before 0.2
+                      start_claim=state.get("start_claim") or "")
 
     def failures(self, limit: int = 100) -> list[tuple[str, str]]:
         assert self._db is not None
         return self._db.execute("SELECT payload, reason FROM failed ORDER BY at DESC LIMIT ?", (limit,)).fetchall()
 
-    def _state(self, key: str) -> str | None:
-        assert self._db is not None
-        row = self._db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def claim_start(self) -> bool:
+    def claim_start(self, token: str, replace_token: str) -> bool:
         with self._tx() as db:
-            return db.execute("INSERT OR IGNORE INTO state VALUES ('started', ?)", (str(self.now()),)).rowcount == 1
+            state = dict(db.execute("SELECT key, value FROM state").fetchall())
+            if "seeded" in state or "started" in state:
+                return False
+            if state.get("start_claim", "") not in (replace_token, token):
+                return False
+            db.execute("INSERT OR REPLACE INTO state VALUES ('start_claim', ?)", (token,))
+            return True
+
+    def begin_reset(self, expected_status: str) -> bool:
+        with self._tx() as db:
+            row = db.execute("SELECT value FROM state WHERE key = 'status'").fetchone()
+            if (row[0] if row else "new") != expected_status:
+                return False
+            db.execute("INSERT OR REPLACE INTO state VALUES ('status', 'resetting')")
+            return True
 
     def set_status(self, status: str) -> None:
         with self._tx() as db:

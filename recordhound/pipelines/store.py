@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
-from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 from recordhound import signals
 from recordhound.config import ReviewConfig, StoreConfig
+from recordhound.errors import record_error
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
-from recordhound.db import worker
-from recordhound.db.store import BatchResult, ensure_source, update_source_meta
+from recordhound.catalog import worker
+from recordhound.catalog.errors import is_transient
+from recordhound.catalog.writer import BatchResult
+from recordhound.db.sources import ensure_source, update_source_meta
 from recordhound.items import Release
 from recordhound.pipelines.batcher import Batcher
 
@@ -69,7 +71,7 @@ class StorePipeline:
         engine = self.crawler.engine
         assert engine is not None
         self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
-                               self._written, _transient, engine.pause, engine.unpause,
+                               self._written, is_transient, engine.pause, engine.unpause,
                                self.config.retry_max_seconds)
         self.batcher.start()
         logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())
@@ -107,6 +109,8 @@ class StorePipeline:
         for key, value in result.counts.items():
             stats.inc_value(f"recordhound/store/{key}", value)
         stats.inc_value("recordhound/store/items", result.items)
+        for where, reason in result.rejections:
+            record_error(self.crawler, "invalid_item", where, reason)
         now = time.monotonic()
         if now - self._last_progress >= PROGRESS_EVERY_SECONDS:
             self._last_progress = now
@@ -153,13 +157,6 @@ class StorePipeline:
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.warning("Could not record the crawl's progress: %s", task.exception())
-
-
-def _transient(exc: Exception) -> bool:
-    """Errors that mean "the database is not there right now", not "this data is wrong"."""
-    if isinstance(exc, BrokenExecutor | DisconnectionError | InterfaceError):
-        return True
-    return isinstance(exc, OperationalError) or bool(getattr(exc, "connection_invalidated", False))
 
 
 def _writer_executor(config: StoreConfig, review: ReviewConfig, trusted: bool) -> Executor:

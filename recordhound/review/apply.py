@@ -22,9 +22,10 @@ from sqlalchemy import Engine
 
 from recordhound.config import ReviewConfig
 from recordhound.db import entities
+from recordhound import failpoints
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.offers import set_price
-from recordhound.db.store import CatalogWriter
+from recordhound.catalog.writer import CatalogWriter
 from recordhound.review.items import release_from_doc
 from recordhound.review.queue import ReviewError, ReviewQueue
 from recordhound.text import name_key
@@ -64,6 +65,7 @@ class ApplyWorker:
         try:
             entry = self.queue.entry(job["entry_id"])
             outcome = self._write(job, entry)
+            failpoints.hit("apply.after_write")
             if self.config.ack_delay_seconds:
                 time.sleep(self.config.ack_delay_seconds)
             self.queue.settle(job, outcome)
@@ -111,12 +113,18 @@ class ApplyWorker:
         if job["action"] == "skip":
             return {"status": "rejected", "entity_id": None}
         new_price = None if entry["new_price"] is None else Decimal(entry["new_price"])
+        old_price = None if entry["old_price"] is None else Decimal(entry["old_price"])
         with self.engine.begin() as conn:
             lock_for_writing(conn)
             try:
-                set_price(conn, entry["offer_id"], new_price, entry["new_currency"], datetime.now(UTC))
+                done = set_price(conn, entry["offer_id"], new_price, entry["new_currency"], datetime.now(UTC),
+                                 expected=(old_price, entry["old_currency"]))
             except LookupError as exc:
                 raise ReviewError(str(exc)) from exc
+        if done == "superseded":
+            reason = (f"not applied: the offer's price changed after this change was held "
+                      f"(it is no longer {entry['old_price']} {entry['old_currency'] or ''})").rstrip()
+            return {"status": "superseded", "entity_id": None, "offer_id": entry["offer_id"], "reason": reason}
         return {"status": "approved", "entity_id": None, "offer_id": entry["offer_id"]}
 
     def _release(self, entry_id: int) -> Counter[str]:

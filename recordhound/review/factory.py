@@ -7,7 +7,7 @@ from datetime import timedelta
 from sqlalchemy import Engine
 
 from recordhound.config import ReviewConfig, StoreConfig
-from recordhound.db.store import CatalogWriter, ReviewPolicy
+from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
 from recordhound.review.docstore import DocStore, RedisDocStore, SqliteDocStore
 from recordhound.review.queue import ReviewQueue
 

@@ -33,7 +33,7 @@ ACTIONS = {"artist": ("approve", "merge", "skip", "edit"), "label": ("approve", 
            "style": ("approve", "merge", "skip", "edit"), "price": ("approve", "skip")}
 EDITABLE = ("name",)
 SOURCES_KEPT = 20  # origins remembered per entry (the count of waiting items is exact)
-DECIDED = ("approved", "merged", "edited", "skipped", "rejected")
+DECIDED = ("approved", "merged", "edited", "skipped", "rejected", "superseded")
 
 ENTRIES, PENDING, PRICES = "review:entries", "tasks:pending", "tasks:price_changes"
 APPROVED, PROCESSING, COMPLETED, FAILED = "tasks:approved", "tasks:processing", "tasks:completed", "tasks:failed"

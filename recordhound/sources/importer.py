@@ -24,7 +24,9 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from recordhound.db.models import Source
-from recordhound.db.store import CatalogWriter, ensure_source, update_source_meta
+from recordhound import failpoints
+from recordhound.catalog.writer import CatalogWriter
+from recordhound.db.sources import ensure_source, update_source_meta
 from recordhound.items import RawRelease, Release
 from recordhound.normalize import normalize_release
 from recordhound.review import gate
@@ -126,6 +128,7 @@ class FileImport:
     def _flush(self, source_id: int, batch: list[Release], bad: list[tuple[int, str]], line: int) -> None:
         if batch:
             result = self.writer.write(source_id, batch)
+            failpoints.hit("import.after_commit")
             self.counts.update({k: v for k, v in result.counts.items()
                                 if k in ("stored", "parked", "rejected", "prices_held")})
         if bad:

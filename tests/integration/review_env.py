@@ -15,7 +15,8 @@ from recordhound.config import ReviewConfig
 from recordhound.db import entities
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
-from recordhound.db.store import CatalogWriter, ReviewPolicy, ensure_source
+from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.db.sources import ensure_source
 from recordhound.review.apply import ApplyWorker
 from recordhound.review.docstore import RedisDocStore, SqliteDocStore
 from recordhound.review.queue import ReviewQueue

@@ -35,7 +35,7 @@ def test_status_then_reset_after_confirmation(kind: str, tmp_path: Path) -> None
     try:
         backend.commit([entry(u) for u in "abcde"], [], [])
         leased = backend.lease("vm-1", 2, 60)
-        backend.commit([], [leased[0].id], [])
+        backend.commit([], [leased[0].lease], [])
         backend.set_status("running")
         shown = _cli(tmp_path, env, *extra, "status", "--json")
         assert shown.returncode == 0, shown.stderr

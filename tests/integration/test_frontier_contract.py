@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recordhound.frontier.backend import Entry, Failure, FrontierBackend, NodeInfo
+from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, NodeInfo
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.frontier.sqlite import SqliteFrontier
 from tests.services import redis_url, unique_prefix
@@ -36,9 +36,9 @@ def entry(url: str, priority: int = 0, dedupe: bool = True) -> Entry:
 
 
 def test_seen_and_queued_in_one_step_duplicates_dropped(backend: FrontierBackend) -> None:
-    assert backend.commit([entry("a"), entry("b"), entry("a")], [], []) == 2
-    assert backend.commit([entry("a"), entry("c")], [], []) == 1
-    assert backend.commit([entry("a", dedupe=False)], [], []) == 1  # dont_filter
+    assert backend.commit([entry("a"), entry("b"), entry("a")], [], []).queued == 2
+    assert backend.commit([entry("a"), entry("c")], [], []).queued == 1
+    assert backend.commit([entry("a", dedupe=False)], [], []).queued == 1  # dont_filter
     counts = backend.counts()
     assert (counts.queued, counts.seen) == (4, 3)
     assert backend.is_seen(fp("b")) and not backend.is_seen(fp("zzz"))
@@ -55,13 +55,13 @@ def test_lease_ack_fail_and_counts(backend: FrontierBackend) -> None:
     backend.commit([entry(u) for u in "abcd"], [], [])
     a, b, c = backend.lease("n1", 3, 60)
     assert backend.counts().leased == {"n1": 3}
-    backend.commit([entry("e")], [a.id], [Failure(b.id, "HTTP 404")])
+    backend.commit([entry("e")], [a.lease], [Failure(b.lease, "HTTP 404")])
     counts = backend.counts()
     assert (counts.queued, counts.leased, counts.done, counts.failed) == (2, {"n1": 1}, 1, 1)
     assert backend.failures() == [("b", "HTTP 404")]
-    backend.commit([], [a.id], [Failure(a.id, "late")])  # a second ack/fail of one entry is ignored
-    assert (backend.counts().done, backend.counts().failed) == (1, 1)
-    backend.release([c.id])
+    late = backend.commit([], [a.lease], [Failure(a.lease, "late")])  # a second ack/fail is refused
+    assert late.refused == 2 and (backend.counts().done, backend.counts().failed) == (1, 1)
+    assert backend.release([c.lease]) == 1
     assert backend.counts().drained is False and backend.counts().queued == 3
 
 
@@ -82,9 +82,48 @@ def test_leases_return_on_expiry_and_on_node_restart(backend: FrontierBackend) -
     assert backend.reclaim_expired() == 2
 
 
-def test_start_claimed_once_and_node_ids(backend: FrontierBackend) -> None:
-    assert backend.claim_start() is True
-    assert backend.claim_start() is False
+def test_start_claim_is_compare_and_set_and_seeded_comes_with_the_start_requests(
+    backend: FrontierBackend,
+) -> None:
+    assert backend.claim_start("tokA", "") is True
+    assert backend.claim_start("tokB", "") is False  # A holds it
+    assert backend.counts().start_claim == "tokA"
+    assert backend.claim_start("tokB", "tokA") is True  # A died: B takes it over, once
+    assert backend.claim_start("tokC", "tokA") is False
+    assert not backend.counts().seeded and not backend.counts().drained  # empty, but not seeded
+    backend.commit([entry("start")], [], [], seeded=True)
+    (start,) = backend.lease("n1", 1, 60)
+    backend.commit([], [start.lease], [])
+    counts = backend.counts()
+    assert counts.seeded and counts.drained
+    assert backend.claim_start("tokB", "tokB") is False  # seeded: nobody writes them again
+
+
+def test_reset_of_a_completed_crawl_is_won_by_one_node(backend: FrontierBackend) -> None:
+    backend.set_status("completed")
+    assert backend.begin_reset("completed") is True
+    assert backend.begin_reset("completed") is False
+    assert backend.counts().status == "resetting"
+    backend.reset()
+    assert backend.counts().status == "new"
+
+
+def test_leases_are_fenced_a_stale_holder_is_refused(backend: FrontierBackend) -> None:
+    backend.commit([entry(u) for u in "ab"], [], [])
+    (stale,) = backend.lease("frozen", 1, 0.1)
+    time.sleep(0.2)
+    assert backend.reclaim_expired() == 1
+    (current,) = backend.lease("other", 1, 60)
+    assert current.id == stale.id and current.lease != stale.lease
+    backend.renew("frozen", 60)  # renews nothing of the other node's
+    assert backend.release([stale.lease]) == 0
+    assert backend.commit([], [stale.lease], [Failure(stale.lease, "late")]).refused == 2
+    assert backend.counts().leased == {"other": 1}
+    assert backend.commit([], [current.lease], []).refused == 0
+    assert backend.counts().done == 1
+
+
+def test_node_ids(backend: FrontierBackend) -> None:
     info = NodeInfo("host", 123, "tok1", 0.0)
     assert backend.claim_node("host-1", info, None)
     assert not backend.claim_node("host-1", NodeInfo("host", 456, "tok2", 0.0), None)
@@ -101,13 +140,13 @@ def test_reset_forgets_the_crawl(backend: FrontierBackend) -> None:
     backend.reset()
     counts = backend.counts()
     assert (counts.queued, counts.seen, counts.status) == (0, 0, "new")
-    assert backend.commit([entry("a")], [], []) == 1
+    assert backend.commit([entry("a")], [], []).queued == 1
 
 
-def test_leased_ids_by_node(backend: FrontierBackend) -> None:
+def test_leases_by_node(backend: FrontierBackend) -> None:
     backend.commit([entry(u) for u in "abc"], [], [])
     mine = backend.lease("n1", 2, 60)
     backend.lease("n2", 1, 60)
-    assert sorted(backend.leased_ids("n1")) == sorted(x.id for x in mine)
-    backend.commit([], [mine[0].id], [])
-    assert backend.leased_ids("n1") == [mine[1].id]
+    assert sorted(x.id for x in backend.leases_of("n1")) == sorted(x.id for x in mine)
+    backend.commit([], [mine[0].lease], [])
+    assert backend.leases_of("n1") == [Lease(mine[1].id, 1)]

@@ -11,7 +11,8 @@ from sqlalchemy import text
 
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
-from recordhound.db.store import CatalogWriter, ReviewPolicy, ensure_source
+from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.db.sources import ensure_source
 from recordhound.review.docstore import SqliteDocStore
 from recordhound.review.queue import ReviewQueue
 from recordhound.items import Release

@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+
+from recordhound import failpoints
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.db.engine import make_engine
-from recordhound.db.store import BatchResult, CatalogWriter
+from recordhound.catalog.writer import BatchResult, CatalogWriter
 from recordhound.items import Release
 from recordhound.review.factory import open_writer
 
@@ -24,6 +26,7 @@ def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: in
     global _writer
     _writer = open_writer(make_engine(store.database_url), store, review, trusted)
     if parent_pid is not None:
+        failpoints.kill_with(parent_pid)  # a crash point here takes the whole node down
         threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
                          name="recordhound-parent-watch").start()
 

@@ -1,4 +1,4 @@
-"""The product-database writer: one transaction per batch of items, idempotent by natural key."""
+"""The catalog writer: one transaction per batch of items, idempotent by natural key."""
 
 from __future__ import annotations
 
@@ -7,18 +7,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, select, update
 
+from recordhound import failpoints
+from recordhound.catalog import errors, validate
 from recordhound.db import entities
-from recordhound.review import gate
-from recordhound.review.queue import PriceHold, ReviewQueue
-from recordhound.review.suggest import matching_keys, suggest
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
 from recordhound.db.models import Source
 from recordhound.db.offers import HeldPrice, OfferRow, write_offers
 from recordhound.db.releases import ReleaseRow, write_releases
 from recordhound.items import Release
+from recordhound.review import gate
+from recordhound.review.items import release_doc
+from recordhound.review.queue import PriceHold, ReviewQueue
+from recordhound.review.suggest import matching_keys, suggest
 
 
 @dataclass
@@ -27,6 +30,7 @@ class BatchResult:
 
     items: int = 0
     counts: Counter[str] = field(default_factory=Counter)
+    rejections: list[tuple[str, str]] = field(default_factory=list)  # (url or line, reason)
 
 
 @dataclass(frozen=True)
@@ -48,35 +52,78 @@ class CatalogWriter:
 
     def write(self, source_id: int, items: list[Release], trusted: bool | None = None) -> BatchResult:
         """Product-DB writes commit first, then the queue is told: a crash in between re-runs
-        the batch (the frontier never acked it), which finds the rows already there."""
+        the batch (the frontier never acked it), which finds the rows already there.
+
+        An item that breaks the schema is rejected with its reason before anything is written;
+        one the database still refuses (a constraint) is found by writing the batch one item
+        at a time, and only that item is rejected. Transient errors (the database or the review
+        queue unreachable) propagate: the caller retries the whole batch."""
         trust = self.policy.trusted if trusted is None else trusted
         todo = list({item.external_id: item for item in items}.values())
         result = BatchResult(items=len(todo))
+        name = self._source_name(source_id)
+        invalid = [(item, reason) for item in todo if (reason := validate.problem(item)) is not None]
+        self._reject(source_id, name, invalid, result)
+        valid = [item for item in todo if validate.problem(item) is None]
+        try:
+            self._write_valid(source_id, name, valid, trust, result)
+        except Exception as exc:
+            if not errors.is_row_error(exc) or len(valid) < 2:
+                if errors.is_row_error(exc):
+                    self._reject(source_id, name, [(valid[0], errors.describe(exc))], result)
+                    return result
+                raise
+            for item in valid:  # find the item the database refuses; the others are written
+                try:
+                    self._write_valid(source_id, name, [item], trust, result)
+                except Exception as item_exc:
+                    if not errors.is_row_error(item_exc):
+                        raise
+                    self._reject(source_id, name, [(item, errors.describe(item_exc))], result)
+        return result
+
+    def _write_valid(self, source_id: int, name: str, todo: list[Release], trust: bool,
+                     result: BatchResult) -> None:
         names: dict[str, tuple[dict[int, str], dict[int, str]]] = {}  # per kind, read once a batch
+        counts: Counter[str] = Counter()
         for _ in range(RACE_ROUNDS):
             with self.engine.begin() as conn:
                 lock_for_writing(conn)
-                name = self._source_name(conn, source_id)
                 plan = gate.plan(conn, self.queue, source_id, name, todo, trust)
                 held = _write(conn, source_id, plan, self.last_seen_resolution,
-                              self.policy.price_threshold_pct, result)
+                              self.policy.price_threshold_pct, counts)
                 recorded = self._record_matches(conn, source_id, plan)
             self._recorded |= recorded  # committed
-            result.counts["prices_held"] += self.queue.hold_prices(
+            failpoints.hit("store.after_commit")
+            counts["prices_held"] += self.queue.hold_prices(
                 [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
             self.queue.reject(plan.rejected)
             self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable]
                               + [key for key, *_ in plan.rejected])
             raced = self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling))
-            result.counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
-                                  "parked": len(plan.parked) - len(raced)})
+            failpoints.hit("store.after_review")
+            counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
+                           "parked": len(plan.parked) - len(raced)})
             for kind, count in plan.created.items():
-                result.counts[f"{kind}s_new"] += count
+                counts[f"{kind}s_new"] += count
             if not raced:
-                break
+                result.counts.update(counts)
+                return
             parked = {p.key for p in raced}
             todo = [i for i in todo if gate.item_key(source_id, i) in parked]
-        return result
+        # decisions kept landing between our read and our park: nothing of the batch may be
+        # acked as if it were settled, so the caller writes the whole batch again (idempotent)
+        raise errors.WriteRaceError(f"{len(todo)} items raced with review decisions {RACE_ROUNDS} times")
+
+    def _reject(self, source_id: int, name: str, rejected: list[tuple[Release, str]], result: BatchResult) -> None:
+        """Items that can never be written: recorded in the review queue with their reason."""
+        if not rejected:
+            return
+        self.queue.reject([(gate.item_key(source_id, item), release_doc(item), gate.origin(source_id, name, item),
+                            reason) for item, reason in rejected])
+        result.counts["invalid"] += len(rejected)
+        result.rejections += [(item.url if item.line is None else f"line {item.line}", reason)
+                              for item, reason in rejected]
 
     def _record_matches(self, conn: Connection, source_id: int,
                         plan: gate.Plan) -> set[tuple[int, str, str, int]]:
@@ -105,10 +152,11 @@ class CatalogWriter:
             conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
         return seen
 
-    def _source_name(self, conn: Connection, source_id: int) -> str:
+    def _source_name(self, source_id: int) -> str:
         if source_id not in self._source_names:
-            self._source_names[source_id] = conn.execute(
-                select(Source.name).where(Source.id == source_id)).scalar_one()
+            with self.engine.connect() as conn:
+                self._source_names[source_id] = conn.execute(
+                    select(Source.name).where(Source.id == source_id)).scalar_one()
         return self._source_names[source_id]
 
     def _suggest(self, known: dict[str, tuple[dict[int, str], dict[int, str]]], kind: str,
@@ -133,7 +181,7 @@ def _hold(held: HeldPrice, where: gate.Origin) -> PriceHold:
 
 
 def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timedelta,
-           threshold_pct: float, result: BatchResult) -> list[tuple[HeldPrice, Release]]:
+           threshold_pct: float, counted: Counter[str]) -> list[tuple[HeldPrice, Release]]:
     items = plan.writable
     if not items:
         return []
@@ -153,36 +201,10 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
         for key, i in zip(keys, items)
     ]
     counts = write_offers(conn, source_id, offers, datetime.now(UTC), resolution, threshold_pct)
-    result.counts.update({
+    counted.update({
         "releases_new": new_releases, "releases_changed": changed_releases,
         "offers_new": counts.new, "offers_changed": counts.changed,
         "offers_unchanged": counts.unchanged, "price_changes": counts.price_changes,
     })
     by_id = {i.external_id: i for i in items}
     return [(h, by_id[h.new.external_id]) for h in counts.held]
-
-
-def ensure_source(engine: Engine, name: str, kind: str, location: str) -> int:
-    """The source's row id, created on first use (never re-inserted)."""
-    with engine.begin() as conn:
-        lock_for_writing(conn)
-        found = conn.execute(select(Source.id).where(Source.name == name)).scalar()
-        if found is not None:
-            if conn.execute(select(Source.location).where(Source.id == found)).scalar() != location:
-                conn.execute(update(Source).where(Source.id == found).values(location=location))
-            return int(found)
-        meta = {"status": "new", "parsed_at": None, "error_message": None, "counts": {}}
-        inserted = conn.execute(
-            insert(Source).values(name=name, kind=kind, location=location, meta=meta).returning(Source.id)
-        )
-        return int(inserted.scalar_one())
-
-
-def update_source_meta(engine: Engine, source_id: int, changes: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``changes`` into the source's JSON metadata; returns the new metadata."""
-    with engine.begin() as conn:
-        lock_for_writing(conn)
-        meta = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
-        meta.update(changes)
-        conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
-        return meta

@@ -1,0 +1,31 @@
+"""Consecutive IDs: rows get ``max(id) + 1 ...`` under the write lock, never a sequence value.
+
+A PostgreSQL sequence hands out a value even when the insert that took it rolls back (an
+outage, a rejected row), which leaves gaps. Every writer already holds the write lock
+(``engine.lock_for_writing``) for its whole transaction, so the next free id can be read
+there: a rollback takes the ids back with the rows. The table's sequence is then moved to the
+new maximum (``setval``), so ``max(id)`` and the sequence agree for tools that still insert
+without an id. ``setval`` is not transactional: after a rollback the sequence may be ahead
+until the next committed insert sets it back; no row ever takes its value from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, text
+from sqlalchemy.orm import DeclarativeBase
+
+
+def insert_with_ids(conn: Connection, model: type[DeclarativeBase], rows: list[dict[str, Any]]) -> list[int]:
+    """Insert ``rows`` (in order) with the next free ids; returns their ids. Needs the write lock."""
+    if not rows:
+        return []
+    table = model.__table__  # type: ignore[attr-defined]  # every mapped class has one
+    first = int(conn.execute(select(func.coalesce(func.max(table.c.id), 0))).scalar_one()) + 1
+    ids = list(range(first, first + len(rows)))
+    conn.execute(insert(table), [{**row, "id": row_id} for row, row_id in zip(rows, ids)])
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT setval(pg_get_serial_sequence(:table, 'id'), :last)"),
+                     {"table": table.name, "last": ids[-1]})
+    return ids

@@ -1,0 +1,73 @@
+"""Named crash points: the process kills itself with SIGKILL at an exact step of the write path.
+
+Off unless the environment says otherwise (tests and ``bench/torture.py`` set it)::
+
+    RECORDHOUND_FAILPOINTS="store.after_commit=kill@3,frontier.before_flush=kill"
+
+``NAME=kill`` dies at the first time the step is reached, ``NAME=kill@N`` at the N-th.
+It is an environment variable, not a Scrapy setting, because the steps run in several
+processes (the crawler, its writer child, the apply worker, ``recordhound import``) and
+children inherit the environment. A writer child kills its crawler too, so "the process
+died here" means what it means in production: the whole node is gone.
+
+Every step is listed in ``POINTS``; a name that is not there is a start-up error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+from recordhound.exceptions import ConfigError
+
+ENV = "RECORDHOUND_FAILPOINTS"
+POINTS = {
+    "spider.output_exhausted": "a callback's output is exhausted (its requests reached the scheduler)",
+    "frontier.before_flush": "new requests, acks and failures are about to be written to the frontier",
+    "frontier.after_flush": "the frontier write committed, nothing after it yet",
+    "frontier.after_start_claim": "this node claimed the start requests and has not written them",
+    "store.after_commit": "a batch committed to the product DB, the review queue not told yet",
+    "store.after_review": "the review queue was told about a batch, its items not yet settled (acked)",
+    "apply.after_write": "the apply worker wrote a decision to the product DB and has not acked it",
+    "import.after_commit": "a file import committed a batch, last_parsed_line not yet moved",
+}
+
+_lock = threading.Lock()
+_hits: dict[str, int] = {}
+_also_kill: int | None = None  # a writer child kills its crawler with it
+
+
+def parse(spec: str) -> dict[str, int]:
+    """``name=kill[@N]`` pairs, comma-separated → name → hit number that kills."""
+    plan: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, _, action = part.partition("=")
+        action, _, nth = action.partition("@")
+        if name not in POINTS:
+            raise ConfigError(f"{ENV}: unknown crash point {name!r}; known: {', '.join(sorted(POINTS))}")
+        if action != "kill" or (nth and not nth.isdigit()) or nth == "0":
+            raise ConfigError(f"{ENV}: {part!r} must be NAME=kill or NAME=kill@N (N ≥ 1)")
+        plan[name] = int(nth or 1)
+    return plan
+
+
+_plan = parse(os.environ.get(ENV, ""))
+
+
+def kill_with(pid: int) -> None:
+    """In a helper process (the writer): reaching a crash point kills ``pid`` as well."""
+    global _also_kill
+    _also_kill = pid
+
+
+def hit(name: str) -> None:
+    """Mark that step ``name`` is reached; SIGKILL here if the environment asks for it."""
+    if not _plan or name not in _plan:
+        return
+    with _lock:
+        _hits[name] = count = _hits.get(name, 0) + 1
+    if count == _plan[name]:
+        if _also_kill is not None:
+            os.kill(_also_kill, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
