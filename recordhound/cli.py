@@ -150,6 +150,24 @@ def frontier_reset(crawl: str, yes: bool) -> None:
     click.echo(f"{crawl}: frontier reset")
 
 
+@frontier.command("verify")
+@click.option("--source", "crawl", default=None, help="one crawl (default: every crawl found)")
+def frontier_verify(crawl: str | None) -> None:
+    """Check a crawl's stored state for inconsistencies; exit 1 when any is found."""
+    from recordhound.frontier.status import known_crawls, verify
+
+    config = _frontier_config()
+    found = 0
+    for name in [crawl] if crawl else known_crawls(config):
+        problems = verify(config, name)
+        found += len(problems)
+        click.echo(f"{name}: {'consistent' if not problems else f'{len(problems)} problems'}")
+        for problem in problems:
+            click.echo(f"  {problem}")
+    if found:
+        raise SystemExit(1)
+
+
 def _scrapyd(target: str):  # type: ignore[no-untyped-def]
     from recordhound.scrapyd_client import ScrapydClient, Target
 

@@ -4,7 +4,8 @@ Off unless the environment says otherwise (tests and ``bench/torture.py`` set it
 
     RECORDHOUND_FAILPOINTS="store.after_commit=kill@3,frontier.before_flush=kill"
 
-``NAME=kill`` dies at the first time the step is reached, ``NAME=kill@N`` at the N-th.
+``NAME=kill`` dies at the first time the step is reached, ``NAME=kill@N`` at the N-th;
+``NAME=stop[@N]`` freezes there with SIGSTOP instead (a test then kills or continues it).
 It is an environment variable, not a Scrapy setting, because the steps run in several
 processes (the crawler, its writer child, the apply worker, ``recordhound import``) and
 children inherit the environment. A writer child kills its crawler too, so "the process
@@ -38,17 +39,17 @@ _hits: dict[str, int] = {}
 _also_kill: int | None = None  # a writer child kills its crawler with it
 
 
-def parse(spec: str) -> dict[str, int]:
-    """``name=kill[@N]`` pairs, comma-separated → name → hit number that kills."""
-    plan: dict[str, int] = {}
+def parse(spec: str) -> dict[str, tuple[str, int]]:
+    """``name=kill[@N]`` / ``name=stop[@N]`` pairs, comma-separated → name → (action, hit number)."""
+    plan: dict[str, tuple[str, int]] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         name, _, action = part.partition("=")
         action, _, nth = action.partition("@")
         if name not in POINTS:
             raise ConfigError(f"{ENV}: unknown crash point {name!r}; known: {', '.join(sorted(POINTS))}")
-        if action != "kill" or (nth and not nth.isdigit()) or nth == "0":
-            raise ConfigError(f"{ENV}: {part!r} must be NAME=kill or NAME=kill@N (N ≥ 1)")
-        plan[name] = int(nth or 1)
+        if action not in ("kill", "stop") or (nth and not nth.isdigit()) or nth == "0":
+            raise ConfigError(f"{ENV}: {part!r} must be NAME=kill, NAME=stop, or either @N (N ≥ 1)")
+        plan[name] = (action, int(nth or 1))
     return plan
 
 
@@ -67,7 +68,12 @@ def hit(name: str) -> None:
         return
     with _lock:
         _hits[name] = count = _hits.get(name, 0) + 1
-    if count == _plan[name]:
-        if _also_kill is not None:
-            os.kill(_also_kill, signal.SIGKILL)
-        os.kill(os.getpid(), signal.SIGKILL)
+    action, nth = _plan[name]
+    if count != nth:
+        return
+    if action == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return
+    if _also_kill is not None:
+        os.kill(_also_kill, signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -58,6 +58,7 @@ class Catalog:
         self.style_names = [group[0] for group in names.STYLES]
         self.products = self._build(rng)
         self.rejected = _rejected_product()
+        self.unstorable = _unstorable_products(self.products[0])
 
     def _build(self, rng: random.Random) -> list[Product]:
         products = []
@@ -123,7 +124,7 @@ class Catalog:
 
     @cached_property
     def by_path(self) -> dict[str, Product]:
-        return {p.path: p for p in [*self.products, self.rejected]}
+        return {p.path: p for p in [*self.products, self.rejected, *self.unstorable]}
 
     def cents(self, product: Product, epoch: int | None = None) -> int | None:
         """The price in minor units at ``epoch`` (default: this catalog's), None for no price."""
@@ -187,6 +188,29 @@ def _rejected_product() -> Product:
         styles=(), style_ids=(), currency="EUR", price_format="eur_symbol", base_cents=999,
         in_stock=True, fault="rejected",
     )
+
+
+LONG_URL_LENGTH = 240  # longer than offers.external_id (200), which defaults to the page URL
+LONG_TITLE_LENGTH = 420  # longer than releases.title (300)
+
+
+BAD_BYTES_MARKER = "BADBYTES"  # served as bytes that are not UTF-8 (site.py)
+
+
+def _unstorable_products(model: Product) -> list[Product]:
+    """Pages whose values do not fit the product schema, and one with bytes that are not valid
+    UTF-8: each is rejected with its reason, and the rest of its batch is stored (PostgreSQL
+    refuses what SQLite would silently keep; a decoder would silently write U+FFFD)."""
+    long_url = Product(**{**model.__dict__, "sku": "", "path": "/release/long-" + "x" * LONG_URL_LENGTH,
+                          "release": -2, "title": "A Release Without A Stock Number",
+                          "catno": "", "fault": "long_url"})
+    long_title = ("The Longest Title " * 30)[:LONG_TITLE_LENGTH].strip()
+    long_field = Product(**{**model.__dict__, "sku": "DR-LONGTITLE", "path": "/release/long-title",
+                            "release": -3, "title": long_title, "catno": "", "fault": "long_field"})
+    bad_bytes = Product(**{**model.__dict__, "sku": "DR-BADBYTES", "path": "/release/bad-bytes",
+                           "release": -4, "title": f"Broken {BAD_BYTES_MARKER} Bytes", "catno": "",
+                           "artists": (f"Art{BAD_BYTES_MARKER}ist",), "fault": "invalid_bytes"})
+    return [long_url, long_field, bad_bytes]
 
 
 def _slug(text: str) -> str:

@@ -67,8 +67,9 @@ def style_slug(name: str) -> str:
 def product_page(catalog: Catalog, product: Product, charset: str = "utf-8") -> str:
     amount = catalog.price(product)
     stock = "In stock" if product.in_stock else "Out of stock"
+    sku = f' data-sku="{escape(product.sku)}"' if product.sku else ""  # no SKU: the URL identifies it
     body = (
-        f'<div class="product" data-sku="{escape(product.sku)}">\n'
+        f'<div class="product"{sku}>\n'
         f'<h1 class="title">{escape(product.title)}</h1>\n'
         f"{_artists(product)}\n"
         f'<p>Label: <span class="label">{escape(product.label)}</span> · '

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recordhound.demo import pages
-from recordhound.demo.catalog import Catalog, Product
+from recordhound.demo.catalog import BAD_BYTES_MARKER, Catalog, Product
 from recordhound.demo.names import STYLES
 
 NON_UTF8_CHARSET = "iso-8859-1"
@@ -31,9 +31,11 @@ def build_site(catalog: Catalog) -> dict[str, Page]:
         site.update(_listing(members, f"/style/{pages.style_slug(group[0])}"))
     # an old product URL that moved: the crawl meets it before or after its target
     site[pages.REDIRECT_PATH] = Page(301, "text/plain; charset=utf-8", b"moved\n", catalog.products[1].path)
-    for product in [*catalog.products, catalog.rejected]:
+    for product in [*catalog.products, catalog.rejected, *catalog.unstorable]:
         charset = NON_UTF8_CHARSET if product.fault == "non_utf8" else "utf-8"
         site[product.path] = _html(pages.product_page(catalog, product, charset), charset)
+    bad = site["/release/bad-bytes"]
+    site["/release/bad-bytes"] = Page(bad.status, bad.content_type, bad.body.replace(BAD_BYTES_MARKER.encode(), b"\xff\xfe"))
     return site
 
 
@@ -42,7 +44,9 @@ def _fault_links(catalog: Catalog) -> str:
     return (
         f'<p class="more"><a class="product-link" href="{pages.NOT_FOUND_PATH}">Old release</a> '
         f'<a class="product-link" href="{pages.REDIRECT_PATH}">Moved release</a> '
-        f'<a class="product-link" href="{catalog.rejected.path}">Mystery item</a></p>\n'
+        f'<a class="product-link" href="{catalog.rejected.path}">Mystery item</a> '
+        + "".join(f'<a class="product-link" href="{p.path}">Odd item</a> ' for p in catalog.unstorable)
+        + "</p>\n"
     )
 
 

@@ -50,6 +50,7 @@ def build_truth(catalog: Catalog) -> dict[str, Any]:
         "redirect": pages.REDIRECT_PATH,
         "rejected": catalog.rejected.path,
         "pagination_loop": "/catalog?page=1",
+        **{p.fault: p.path for p in catalog.unstorable if p.fault},
     })
     return {
         "seed": catalog.seed,
@@ -63,6 +64,7 @@ def build_truth(catalog: Catalog) -> dict[str, Any]:
             "styles": len({i for p in stored for i in p.style_ids}),
             "offers_without_price": sum(1 for p in stored if catalog.price(p) is None),
             "rejected": 1,
+            "invalid": len(catalog.unstorable),  # too long for a column, or bytes that are not UTF-8: rejected
         },
         "faults": faults,
         "offers": [_offer(catalog, p) for p in stored],

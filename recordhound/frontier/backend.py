@@ -175,5 +175,10 @@ class FrontierBackend(ABC):
     def leave(self, node: str, token: str) -> None: ...
 
     @abstractmethod
+    def verify(self) -> list[str]:
+        """Inconsistencies in the stored state (empty: none): a request queued twice, an id both
+        queued and leased (or done), a lease without owner or expiry, counters that do not add up."""
+
+    @abstractmethod
     def reset(self) -> None:
         """Forget this crawl entirely (queue, leases, seen-set, counters, nodes)."""

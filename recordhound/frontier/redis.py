@@ -23,6 +23,7 @@ Run Redis with ``appendonly yes``, ``appendfsync everysec`` and ``maxmemory-poli
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import redis
@@ -179,6 +180,36 @@ class RedisFrontier(FrontierBackend):
 
     def leave(self, node: str, token: str) -> None:
         self._scripts["HEARTBEAT"](keys=self._k("nodes"), args=[node, token, 1])
+
+    def verify(self) -> list[str]:
+        r, k, problems = self.r, self.keys, []
+        queued = {int(i) for i in r.zrange(k["queue"], 0, -1)}
+        owners = {int(i): v.decode() for i, v in r.hgetall(k["owner"]).items()}
+        payloads = {int(i) for i in r.hkeys(k["payloads"])}
+        expiring = {int(i) for i in r.zrange(k["expiry"], 0, -1)}
+        counters = {n.decode(): int(v) for n, v in r.hgetall(k["counters"]).items()}
+        problems += [f"entry {i} is both queued and leased" for i in sorted(queued & set(owners))]
+        problems += [f"entry {i} is queued or leased without its request" for i in sorted((queued | set(owners)) - payloads)]
+        problems += [f"entry {i} has a request but is neither queued nor leased" for i in sorted(payloads - queued - set(owners))]
+        problems += [f"entry {i} is leased without an expiry" for i in sorted(set(owners) - expiring)]
+        problems += [f"entry {i} has an expiry but no lease" for i in sorted(expiring - set(owners))]
+        for i, owner in owners.items():
+            node = owner.rsplit("|", 1)[0]
+            if not r.sismember(f"{self.prefix}:leases:{node}", i):
+                problems.append(f"entry {i} is leased by {node} but not in its lease set")
+        issued, done, failed = counters.get("seq", 0), counters.get("done", 0), counters.get("failed", 0)
+        if done + failed + len(payloads) != issued:
+            problems.append(f"{issued} requests were queued, but done {done} + failed {failed} + "
+                            f"in the queue {len(payloads)} = {done + failed + len(payloads)}")
+        if r.llen(k["failed"]) != failed:
+            problems.append(f"the failed counter says {failed}, the failed list holds {r.llen(k['failed'])}")
+        seen = sum(r.hlen(key) for key in r.scan_iter(match=f"{self.prefix}:seen:*", count=1000))
+        if counters.get("seen", 0) != seen:
+            problems.append(f"the seen counter says {counters.get('seen', 0)}, the seen-set holds {seen}")
+        requests = r.hvals(k["payloads"])
+        problems += [f"the same request is queued {n} times: {p[:120]!r}"
+                     for p, n in Counter(requests).items() if n > 1]
+        return problems
 
     def reset(self) -> None:
         """Delete every key of the crawl; ``P:state`` last, so a "resetting" status stays

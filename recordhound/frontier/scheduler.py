@@ -395,8 +395,8 @@ class FrontierScheduler:
             self._down_since = None
             self._retries = 0
             self.crawler.engine.unpause()  # type: ignore[union-attr]
-        if self._starved and (counts := self._current_counts()) is not None and counts.queued:
-            _wake_engine(self.crawler)
+        if self._starved and (counts := self._current_counts()) is not None and (counts.queued or counts.drained):
+            _wake_engine(self.crawler)  # work arrived, or the crawl is over: no need to wait for the heartbeat
         self._fail_orphans()
 
     def _fail_orphans(self) -> None:

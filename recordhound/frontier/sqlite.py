@@ -212,6 +212,30 @@ class SqliteFrontier(FrontierBackend):
         with self._tx() as db:
             db.execute("DELETE FROM nodes WHERE node = ? AND token = ?", (node, token))
 
+    def verify(self) -> list[str]:
+        assert self._db is not None
+        db, problems = self._db, []
+        counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
+        ready = db.execute("SELECT count(*) FROM queue WHERE owner IS NULL").fetchone()[0]
+        if counters.get("queued", 0) != ready:
+            problems.append(f"the queued counter says {counters.get('queued', 0)}, the queue holds {ready}")
+        seen = db.execute("SELECT count(*) FROM seen").fetchone()[0]
+        if counters.get("seen", 0) != seen:
+            problems.append(f"the seen counter says {counters.get('seen', 0)}, the seen-set holds {seen}")
+        rows = db.execute("SELECT count(*) FROM queue").fetchone()[0]
+        issued = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
+        done, failed = counters.get("done", 0), counters.get("failed", 0)
+        if issued is not None and done + failed + rows != issued[0]:
+            problems.append(f"{issued[0]} requests were queued, but done {done} + failed {failed} + "
+                            f"in the queue {rows} = {done + failed + rows}")
+        for (row_id,) in db.execute("SELECT id FROM queue WHERE owner IS NOT NULL AND expires IS NULL"):
+            problems.append(f"entry {row_id} is leased without an expiry")
+        for (row_id,) in db.execute("SELECT q.id FROM queue q JOIN failed f ON f.id = q.id"):
+            problems.append(f"entry {row_id} is failed and still queued")
+        for payload, count in db.execute("SELECT payload, count(*) FROM queue GROUP BY payload HAVING count(*) > 1"):
+            problems.append(f"the same request is queued {count} times: {payload[:120]}")
+        return problems
+
     def reset(self) -> None:
         with self._tx() as db:
             for table in ("queue", "seen", "failed", "counters", "nodes", "state"):

@@ -1,4 +1,4 @@
-"""`recordhound frontier status|reset`: one crawl's frontier as the operators see it."""
+"""`recordhound frontier status|reset|verify`: one crawl's frontier as the operators see it."""
 
 from __future__ import annotations
 
@@ -56,5 +56,22 @@ def reset(config: FrontierConfig, crawl: str) -> None:
     backend.open()
     try:
         backend.reset()
+    finally:
+        backend.close()
+
+
+def verify(config: FrontierConfig, crawl: str) -> list[str]:
+    """The backend's own consistency checks, plus what must hold for the crawl as a whole."""
+    backend = make_backend(config, crawl)
+    backend.open()
+    try:
+        problems = backend.verify()
+        counts, nodes = backend.counts(), backend.nodes()
+        if counts.status == "completed" and not counts.drained:
+            problems.append(f"the crawl is completed but {counts.queued} requests are queued and "
+                            f"{counts.leased_total} leased")
+        problems += [f"{count} leases are held by node {node}, which is not registered"
+                     for node, count in sorted(counts.leased.items()) if node not in nodes]
+        return problems
     finally:
         backend.close()

@@ -83,8 +83,13 @@ class CatalogSpider(scrapy.Spider):
         return meta
 
     def parse_product(self, response: Response) -> Iterator[Any]:
-        if self._is_text(response):
-            yield extract_release(response, self.profile)  # type: ignore[arg-type]
+        if not self._is_text(response):
+            return
+        if (problem := _undecodable(response)) is not None:  # never store U+FFFD as if it were text
+            assert self.crawler is not None
+            record_error(self.crawler, "invalid_encoding", response.url, problem)
+            return
+        yield extract_release(response, self.profile)  # type: ignore[arg-type]
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]
@@ -103,3 +108,17 @@ class CatalogSpider(scrapy.Spider):
         record_error(self.crawler, "not_html", response.url, "response is not a text page")
         return False
 
+
+
+def _undecodable(response: Response) -> str | None:
+    """Why the page's bytes are not text in its own encoding, or None."""
+    encoding = getattr(response, "encoding", None) or "utf-8"
+    try:
+        response.body.decode(encoding)
+    except UnicodeDecodeError as exc:
+        bad = response.body[exc.start:exc.end + 2]
+        return (f"the page has bytes that are not valid {encoding} at offset {exc.start} ({bad!r}); "
+                f"not stored, so no text is written with replacement characters")
+    except LookupError:
+        return None
+    return None

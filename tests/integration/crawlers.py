@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from recordhound.config import FrontierConfig
 from recordhound.frontier.backend import Counts, FrontierBackend
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.frontier.sqlite import SqliteFrontier
@@ -31,16 +32,17 @@ class CrawlSetup:
         return {**os.environ, "DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url,
                 "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
 
-    def start(self, *settings: str, name: str = "crawl") -> Crawler:
+    def start(self, *settings: str, name: str = "crawl", failpoints: str = "", trusted: bool = True) -> Crawler:
         stats = self.workdir / f"{name}-{uuid.uuid4().hex[:6]}.json"
         log = open(self.workdir / f"{name}.log", "a")  # noqa: SIM115 - closed by Crawler.wait
         args = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", "source=demo",
                 "-a", f"base_url={self.shop_url}", "-s", f"RECORDHOUND_STATS_FILE={stats}",
                 "-s", "LOG_LEVEL=INFO", "-s", "RECORDHOUND_SUMMARY_ENABLED=false",
-                "-s", f"RECORDHOUND_REDIS_PREFIX={self.prefix}", *TRUSTED]
+                "-s", f"RECORDHOUND_REDIS_PREFIX={self.prefix}", *(TRUSTED if trusted else ())]
         for setting in settings:
             args += ["-s", setting]
-        process = subprocess.Popen(args, cwd=self.workdir, env=self.env(), stdout=log, stderr=log)
+        env = {**self.env(), "RECORDHOUND_FAILPOINTS": failpoints}
+        process = subprocess.Popen(args, cwd=self.workdir, env=env, stdout=log, stderr=log)
         return Crawler(process, stats, log)
 
     def backend(self) -> FrontierBackend:
@@ -50,6 +52,18 @@ class CrawlSetup:
             backend = SqliteFrontier(str(self.workdir / ".recordhound" / "frontier" / "demo.sqlite3"))
         backend.open()
         return backend
+
+    def frontier_config(self) -> FrontierConfig:
+        """The crawl's frontier as the crawler processes see it (for ``frontier verify``)."""
+        from dataclasses import replace
+
+        from scrapy.settings import Settings
+
+        settings = Settings()
+        settings.setmodule("recordhound.settings")
+        settings.set("RECORDHOUND_FRONTIER_DIR", str(self.workdir / ".recordhound" / "frontier"))
+        settings.set("RECORDHOUND_REDIS_PREFIX", self.prefix)
+        return replace(FrontierConfig.from_settings(settings), redis_url=self.redis_url)
 
     def counts(self) -> Counts:
         backend = self.backend()
@@ -85,6 +99,16 @@ class Crawler:
         while time.monotonic() < deadline and any(os.path.exists(f"/proc/{c}") for c in children):
             time.sleep(0.2)
         return [c for c in children if os.path.exists(f"/proc/{c}")]
+
+    def wait_or_kill(self, seconds: float) -> bool:
+        """SIGKILL the crawler after ``seconds`` unless it exits first; True if it was killed."""
+        try:
+            self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return True
+        self.log.close()
+        return False
 
     def signal(self, signum: int) -> None:
         self.process.send_signal(signum)

@@ -150,3 +150,35 @@ def test_leases_by_node(backend: FrontierBackend) -> None:
     assert sorted(x.id for x in backend.leases_of("n1")) == sorted(x.id for x in mine)
     backend.commit([], [mine[0].lease], [])
     assert backend.leases_of("n1") == [Lease(mine[1].id, 1)]
+
+
+def test_the_renewer_thread_keeps_leases_alive_while_the_caller_is_busy(
+    backend: FrontierBackend, tmp_path: Path,
+) -> None:
+    from recordhound.frontier.renewer import Renewer
+
+    backend.commit([entry(u) for u in "ab"], [], [])
+    backend.claim_node("busy", NodeInfo("host", 1, "tok", 0.0), None)
+    held = backend.lease("busy", 2, 0.4)
+    second = _reopen(backend, tmp_path)
+    renewer = Renewer(lambda: second, "busy", "tok", 0.4)
+    renewer.start()
+    try:
+        time.sleep(1.5)  # the caller's thread is busy for almost four lease times
+        assert backend.reclaim_expired() == 0 and backend.counts().leased == {"busy": 2}
+    finally:
+        renewer.stop()
+    time.sleep(0.5)
+    assert backend.reclaim_expired() == 2  # without the renewer they expire
+    assert backend.release([x.lease for x in held]) == 0  # and the old leases are fenced off
+
+
+def _reopen(backend: FrontierBackend, tmp_path: Path) -> FrontierBackend:
+    """A second connection to the same frontier (the renewer has its own)."""
+    if isinstance(backend, SqliteFrontier):
+        other: FrontierBackend = SqliteFrontier(backend.path)
+    else:
+        assert isinstance(backend, RedisFrontier)
+        other = RedisFrontier(backend.url, backend.prefix)
+    other.open()
+    return other

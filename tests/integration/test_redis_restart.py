@@ -11,9 +11,17 @@ from pathlib import Path
 import pytest
 import redis
 
+from scrapy.settings import Settings
+
+from recordhound.config import ReviewConfig, StoreConfig
+from recordhound.db.engine import make_engine
 from recordhound.demo.process import ShopProcess
+from recordhound.review.apply import ApplyWorker
+from recordhound.review.docstore import RedisDocStore
+from recordhound.review.factory import open_writer
+from recordhound.review.queue import PARKED, ReviewQueue
 from tests.integration.crawlers import CrawlSetup, wait_for_hits
-from tests.integration.dbcheck import ProductDb
+from tests.integration.truthcheck import assert_crawl_matches_truth, assert_frontier_clean, assert_product_db_matches
 from tests.services import PostgresDatabase
 
 
@@ -70,10 +78,47 @@ def test_crawl_survives_a_redis_restart(tmp_path: Path, private_redis: PrivateRe
             crawler.ensure_stopped()
         log = (tmp_path / "crawl.log").read_text()
         assert "Frontier backend failed" in log and "reachable again" in log
-        truth, hits = shop.truth(), shop.hits()
-        assert all(hits.get(o["path"], 0) >= 1 for o in truth["offers"])
-        db = ProductDb(database.url)
-        counts = db.counts()
-        assert (counts["releases"], counts["offers"]) == (truth["counts"]["releases"], truth["counts"]["offers"])
-        db.close()
-        assert setup.counts().drained
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_an_untrusted_crawl_survives_a_redis_restart_every_item_parked_then_approved(
+    tmp_path: Path, private_redis: PrivateRedis,
+) -> None:
+    """The review queue lives in the same Redis: its outage pauses the writer, it loses nothing."""
+    with ShopProcess(600, seed=6) as shop, PostgresDatabase() as database:
+        setup = CrawlSetup(tmp_path, shop.url, database.url, private_redis.url)
+        crawler = setup.start("RECORDHOUND_STORE_BATCH_SIZE=20", name="crawl", trusted=False)
+        try:
+            wait_for_hits(shop, 200)
+            private_redis.stop()
+            time.sleep(5)
+            private_redis.start()
+            assert crawler.wait(300) == 0, (tmp_path / "crawl.log").read_text()[-3000:]
+        finally:
+            crawler.ensure_stopped()
+        truth = shop.truth()
+        assert_frontier_clean(setup, truth)  # no item failed for the outage: only the fault pages
+        queue = ReviewQueue(RedisDocStore(private_redis.url, setup.prefix))
+        try:
+            parked = {key.split(":", 1)[1] for key in queue.store.run(lambda txn: list(txn.all(PARKED)))}
+            assert parked == {o["external_id"] for o in truth["offers"]}  # every item waits, once
+            for entry in queue.entries():
+                queue.decide(entry["id"], "approve")
+            settings = _settings(RECORDHOUND_REDIS_URL=private_redis.url, RECORDHOUND_REDIS_PREFIX=setup.prefix,
+                                 RECORDHOUND_DATABASE_URL=database.url)
+            review = ReviewConfig.from_settings(settings)
+            engine = make_engine(database.url)
+            writer = open_writer(engine, StoreConfig.from_settings(settings), review, trusted=False)
+            assert ApplyWorker(engine, queue, writer, review).run()["failed"] == 0
+            engine.dispose()
+        finally:
+            queue.store.drop()
+            queue.close()
+        assert_product_db_matches(database.url, truth)
+
+
+def _settings(**values: str) -> Settings:
+    settings = Settings()
+    settings.setmodule("recordhound.settings")
+    settings.update(values)
+    return settings

@@ -283,3 +283,20 @@ def test_price_changes_above_the_threshold_wait_for_approval(env: ReviewEnv) -> 
     assert history == [("p1", Decimal("100.00"), Decimal("104.00")), ("p2", Decimal("100.00"), Decimal("120.00"))]
     writer.write(source, [release("p3", ["Artist"], price="50.00")])  # rejected: not asked again
     assert env.queue.entries(kind="price") == []
+
+
+def test_a_stale_price_approval_is_superseded_not_applied(env: ReviewEnv) -> None:
+    source = env.source()
+    writer = env.writer(trusted=True)
+    writer.write(source, [release("p1", ["Artist"], price="100.00")])
+    writer.write(source, [release("p1", ["Artist"], price="120.00")])  # +20 %: held
+    (held,) = env.queue.entries(kind="price")
+    writer.write(source, [release("p1", ["Artist"], price="102.00")])  # +2 %: written meanwhile
+    env.queue.decide(held["id"], "approve")
+    assert env.worker().run()["completed"] == 1
+    assert rows(env, "SELECT price FROM offers") == [(Decimal("102.00"),)]  # the newer price stays
+    history = rows(env, "SELECT old_price, new_price FROM offer_history ORDER BY id")
+    assert history == [(Decimal("100.00"), Decimal("102.00"))]
+    (job,) = env.queue.jobs("completed")
+    assert job["result"]["status"] == "superseded" and "no longer 100.00" in job["result"]["reason"]
+    assert env.queue.entry(held["id"])["status"] == "superseded"

@@ -52,5 +52,5 @@ def test_listing_links_by_kind() -> None:
     site, profile = build_site(Catalog(100, seed=1)), load_profile("demo")
     response = _response(site, "/catalog?page=1")
     products = extract_links(response, profile.links["product"].selectors)
-    assert len(products) == 43  # 40 per page + the dead, the moved and the untitled product
+    assert len(products) == 46  # 40 per page + the dead, the moved, the untitled and three unstorable products
     assert extract_links(response, profile.links["pagination"].selectors) == [BASE + "/catalog?page=2"]

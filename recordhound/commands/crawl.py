@@ -1,0 +1,84 @@
+"""`scrapy crawl` inside recordhound: a user error at start-up is one line, and a crawl that
+ended on a fatal error (the frontier's, say) exits non-zero.
+
+Scrapy's own command reports an exception raised while the crawler starts (Redis or
+PostgreSQL unreachable, an invalid profile) as tracebacks, several times over. A
+:class:`~recordhound.exceptions.RecordhoundError` is a message written for the user: it is
+printed once, as ``error: ...``, and the exit code is 1. ``-s LOG_LEVEL=DEBUG`` still logs the
+traceback. Anything else keeps Scrapy's behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+from scrapy.commands.crawl import Command as ScrapyCrawl
+from scrapy.exceptions import UsageError
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+from recordhound.exceptions import RecordhoundError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+FATAL_STAT = "recordhound/fatal"  # set by a component that ends the crawl on an error it cannot fix
+
+
+def user_error(exc: BaseException | None) -> RecordhoundError | None:
+    """The RecordhoundError behind ``exc`` (raised directly or as the cause of another)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, RecordhoundError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+class Command(ScrapyCrawl):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give exactly one spider: scrapy crawl catalog -a source=NAME")
+        assert self.crawler_process is not None
+        self._error: RecordhoundError | None = None
+        crawler = self._create_crawler(args[0])
+        running = self.crawler_process.crawl(crawler, **opts.spargs)
+        if isinstance(running, Deferred):
+            running.addErrback(self._on_failure)
+        else:
+            running.add_done_callback(self._on_done)
+        self.crawler_process.start()
+        self.exitcode = self._exit_code(crawler)
+
+    def _on_failure(self, failure: Failure) -> Failure | None:
+        error = user_error(failure.value)
+        if error is None:
+            return failure
+        self._report(error, failure.value)
+        return None
+
+    def _on_done(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        error = user_error(task.exception())
+        if error is not None:
+            self._report(error, task.exception())
+
+    def _report(self, error: RecordhoundError, exc: BaseException | None) -> None:
+        self._error = error
+        logger.debug("Start-up failed", exc_info=exc)
+        print(f"error: {error}", file=sys.stderr)
+
+    def _exit_code(self, crawler: Crawler) -> int:
+        assert self.crawler_process is not None
+        fatal = crawler.stats.get_value(FATAL_STAT) if crawler.stats else None
+        if fatal:
+            print(f"error: the crawl stopped: {fatal}", file=sys.stderr)
+        return 1 if self._error or fatal or self.crawler_process.bootstrap_failed else 0

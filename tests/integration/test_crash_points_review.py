@@ -1,0 +1,77 @@
+"""Crash points outside the crawler: the apply worker between its write and its ack, and a file
+import between a batch's commit and the ``last_parsed_line`` update. Killed there, restarted:
+every item lands once, IDs stay consecutive (embedded + SQLite, and Redis + PostgreSQL)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recordhound.demo import feeds
+from recordhound.demo.catalog import Catalog
+from recordhound.demo.truth import build_truth
+from tests.integration.dbcheck import ProductDb
+from tests.integration.review_env import ReviewEnv, review_env
+from tests.integration.test_review_queue import offer_skus, release, rows
+from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ReviewEnv]:
+    with review_env(request.param, tmp_path) as opened:
+        yield opened
+
+
+def _run(env: ReviewEnv, tmp_path: Path, *args: str, failpoints: str = "") -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "recordhound", *args]
+    for setting in env.settings():
+        command += ["-s", setting]
+    process_env = {**os.environ, "DATABASE_URL": env.database_url, "SCRAPY_SETTINGS_MODULE": "recordhound.settings",
+                   "RECORDHOUND_FAILPOINTS": failpoints}
+    return subprocess.run(command, cwd=tmp_path, env=process_env, capture_output=True, text=True, timeout=300)
+
+
+def test_apply_worker_killed_after_its_write_redoes_the_job_once(env: ReviewEnv, tmp_path: Path) -> None:
+    source = env.source()
+    names = [f"Crash Artist {n}" for n in range(8)]
+    env.writer().write(source, [release(f"c{n}", [names[n], names[(n + 1) % 8]]) for n in range(8)])
+    for entry in env.queue.entries():
+        env.queue.decide(entry["id"], "approve")
+    killed = _run(env, tmp_path, "apply", "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=1",
+                  failpoints="apply.after_write=kill@3")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert len(env.queue.jobs("completed")) == 2  # the third was written, not acked
+    time.sleep(1.2)  # the dead worker's lease runs out
+    again = _run(env, tmp_path, "apply", "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=1")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len(env.queue.jobs("completed")) == 8 and env.queue.jobs("failed") == []
+    assert sorted(name for (name,) in rows(env, "SELECT name FROM artists")) == sorted(names)  # each once
+    assert offer_skus(env) == {f"c{n}" for n in range(8)}
+    db = ProductDb(env.database_url)
+    assert_ids_consecutive(db)
+    db.close()
+
+
+def test_import_killed_between_commit_and_progress_resumes_without_doubles(env: ReviewEnv, tmp_path: Path) -> None:
+    catalog = Catalog(200, seed=12)
+    truth = build_truth(catalog)
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(feeds.to_csv(catalog))
+    env.seed("artist", *sorted({a for o in truth["offers"] for a in o["artists"]}))
+    env.seed("label", *sorted({o["label"] for o in truth["offers"]}))
+    env.seed("style", *sorted({s for o in truth["offers"] for s in o["styles"]}))
+    args = ("import", "demo_feed", "--file", str(feed), "--batch-size", "40")
+    killed = _run(env, tmp_path, *args, failpoints="import.after_commit=kill@2")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert 0 < len(offer_skus(env)) < len(truth["offers"])
+    again = _run(env, tmp_path, *args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Resuming" in again.stderr  # at the first line of the batch whose progress was not recorded
+    assert_product_db_matches(env.database_url, truth)

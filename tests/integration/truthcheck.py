@@ -1,0 +1,119 @@
+"""Compare a crawl's product DB and frontier with the demo shop's own truth (``/_truth.json``).
+
+Used by every crash and outage test: field by field for each offer and its release, no
+duplicates, IDs 1..count in every table, PostgreSQL sequences at max(id), ``failed`` holding
+exactly the shop's known fault pages, and ``recordhound frontier verify`` clean.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from recordhound.text import catalog_number_key, name_key
+from tests.integration.crawlers import CrawlSetup
+from tests.integration.dbcheck import ProductDb
+
+FAILED_FAULTS = ("not_found",)  # the only fault pages a correct crawl records as failed
+
+
+def stored_offers(db: ProductDb) -> dict[str, dict[str, Any]]:
+    """external_id → the offer with its release's fields, as names (not ids)."""
+    rows = db.rows(
+        "SELECT o.external_id, o.price, o.currency, o.in_stock, r.id AS rid, r.title, r.year, "
+        "r.catalog_number, l.name AS label FROM offers o JOIN releases r ON r.id = o.release_id "
+        "LEFT JOIN labels l ON l.id = r.label_id")
+    artists: dict[int, list[str]] = defaultdict(list)
+    for rid, name in db.rows("SELECT ra.release_id, a.name FROM release_artists ra "
+                             "JOIN artists a ON a.id = ra.artist_id ORDER BY ra.release_id, ra.position"):
+        artists[rid].append(name)
+    styles: dict[int, set[str]] = defaultdict(set)
+    for rid, name in db.rows("SELECT rs.release_id, s.name FROM release_styles rs JOIN styles s ON s.id = rs.style_id"):
+        styles[rid].add(name_key(name))
+    return {r.external_id: {
+        "price": None if r.price is None else f"{r.price:.2f}", "currency": r.currency,
+        "in_stock": bool(r.in_stock), "title": r.title, "year": r.year,
+        "catalog_number": catalog_number_key(r.catalog_number or ""),
+        "label": name_key(r.label or ""), "artists": [name_key(a) for a in artists[r.rid]],
+        "styles": styles[r.rid]} for r in rows}
+
+
+def expected_offer(offer: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "price": offer["price"], "currency": offer["currency"], "in_stock": offer["in_stock"],
+        "title": offer["title"], "year": offer["year"], "catalog_number": catalog_number_key(offer["catalog_number"]),
+        "label": name_key(offer["label"]), "artists": [name_key(a) for a in offer["artists"]],
+        "styles": {name_key(s) for s in offer["styles"]}}
+
+
+def assert_product_db_matches(database_url: str, truth: dict[str, Any]) -> None:
+    db = ProductDb(database_url)
+    try:
+        stored = stored_offers(db)
+        expected = {o["external_id"]: expected_offer(o) for o in truth["offers"]}
+        assert sorted(stored) == sorted(expected), (
+            f"missing {sorted(set(expected) - set(stored))[:5]}, extra {sorted(set(stored) - set(expected))[:5]}")
+        wrong = {sku: (stored[sku], want) for sku, want in expected.items() if stored[sku] != want}
+        assert not wrong, f"{len(wrong)} offers differ from the truth, e.g. {next(iter(wrong.items()))}"
+        counts = db.counts()
+        for table in ("releases", "offers", "artists", "labels", "styles"):
+            assert counts[table] == truth["counts"][table], f"{table}: {counts[table]} rows, truth {truth['counts'][table]}"
+        assert_ids_consecutive(db)
+    finally:
+        db.close()
+
+
+def assert_ids_consecutive(db: ProductDb) -> None:
+    counts, max_ids, sequences = db.counts(), db.max_ids(), db.sequences()
+    for table, top in max_ids.items():
+        assert (top or 0) == counts[table], f"{table}: max(id) {top} for {counts[table]} rows"
+        if sequences and counts[table]:
+            assert sequences[f"{table}_id_seq"] == top, (
+                f"{table}: sequence at {sequences[f'{table}_id_seq']}, max(id) {top}")
+
+
+def failed_paths(setup: CrawlSetup) -> list[str]:
+    backend = setup.backend()
+    try:
+        return sorted(json.loads(payload)["url"].split("/", 3)[-1] for payload, _ in backend.failures(10_000))
+    finally:
+        backend.close()
+
+
+def assert_frontier_clean(setup: CrawlSetup, truth: dict[str, Any]) -> None:
+    from recordhound.frontier.status import verify
+
+    assert failed_paths(setup) == sorted(truth["faults"][f].lstrip("/") for f in FAILED_FAULTS)
+    counts = setup.counts()
+    assert counts.drained and counts.status == "completed", counts
+    assert verify(setup.frontier_config(), "demo") == []
+
+
+def assert_crawl_matches_truth(setup: CrawlSetup, truth: dict[str, Any]) -> None:
+    assert_product_db_matches(setup.database_url, truth)
+    assert_frontier_clean(setup, truth)
+
+
+def tally(setup: CrawlSetup, truth: dict[str, Any]) -> dict[str, int]:
+    """The same comparison as counts, for ``bench/torture.py`` (which reports, not asserts)."""
+    from recordhound.frontier.status import verify
+
+    db = ProductDb(setup.database_url)
+    try:
+        stored = stored_offers(db)
+        expected = {o["external_id"]: expected_offer(o) for o in truth["offers"]}
+        counts, max_ids = db.counts(), db.max_ids()
+        extra_rows = sum(max(0, counts[t] - truth["counts"][t]) for t in ("releases", "artists", "labels", "styles"))
+        result = {
+            "lost": sum(1 for sku, want in expected.items() if stored.get(sku) != want),
+            "duplicated": extra_rows + len(set(stored) - set(expected)),
+            "id_gaps": sum((top or 0) - counts[t] for t, top in max_ids.items()),
+        }
+    finally:
+        db.close()
+    allowed = {truth["faults"][f].lstrip("/") for f in FAILED_FAULTS}
+    failed = failed_paths(setup)
+    result["wrongly_failed"] = sum(1 for path in failed if path not in allowed)
+    result["verify_problems"] = len(verify(setup.frontier_config(), "demo"))
+    return result
