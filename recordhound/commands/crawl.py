@@ -20,6 +20,7 @@ from scrapy.exceptions import UsageError
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from recordhound import preflight
 from recordhound.exceptions import RecordhoundError
 
 if TYPE_CHECKING:
@@ -46,8 +47,14 @@ class Command(ScrapyCrawl):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give exactly one spider: scrapy crawl catalog -a source=NAME")
-        assert self.crawler_process is not None
+        assert self.crawler_process is not None and self.settings is not None
         self._error: RecordhoundError | None = None
+        try:
+            preflight.check(self.settings, opts.spargs)
+        except RecordhoundError as exc:
+            self._report(exc, exc)
+            self.exitcode = 1
+            return
         crawler = self._create_crawler(args[0])
         running = self.crawler_process.crawl(crawler, **opts.spargs)
         if isinstance(running, Deferred):

@@ -11,6 +11,7 @@ from recordhound.demo.names import STYLES
 PAGE_SIZE = 40
 NOT_FOUND_PATH = "/release/gone"
 REDIRECT_PATH = "/release/moved"
+LOOP_PATHS = ("/release/loop-a", "/release/loop-b")  # each redirects to the other
 
 
 def price_text(amount: Decimal | None, currency: str, fmt: str) -> str:

@@ -31,6 +31,9 @@ def build_site(catalog: Catalog) -> dict[str, Page]:
         site.update(_listing(members, f"/style/{pages.style_slug(group[0])}"))
     # an old product URL that moved: the crawl meets it before or after its target
     site[pages.REDIRECT_PATH] = Page(301, "text/plain; charset=utf-8", b"moved\n", catalog.products[1].path)
+    first, second = pages.LOOP_PATHS  # a redirect loop: recorded as failed, with the chain
+    site[first] = Page(301, "text/plain; charset=utf-8", b"moved\n", second)
+    site[second] = Page(301, "text/plain; charset=utf-8", b"moved\n", first)
     for product in [*catalog.products, catalog.rejected, *catalog.unstorable]:
         charset = NON_UTF8_CHARSET if product.fault == "non_utf8" else "utf-8"
         site[product.path] = _html(pages.product_page(catalog, product, charset), charset)
@@ -44,6 +47,7 @@ def _fault_links(catalog: Catalog) -> str:
     return (
         f'<p class="more"><a class="product-link" href="{pages.NOT_FOUND_PATH}">Old release</a> '
         f'<a class="product-link" href="{pages.REDIRECT_PATH}">Moved release</a> '
+        f'<a class="product-link" href="{pages.LOOP_PATHS[0]}">Going round</a> '
         f'<a class="product-link" href="{catalog.rejected.path}">Mystery item</a> '
         + "".join(f'<a class="product-link" href="{p.path}">Odd item</a> ' for p in catalog.unstorable)
         + "</p>\n"

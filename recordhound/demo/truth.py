@@ -48,6 +48,7 @@ def build_truth(catalog: Catalog) -> dict[str, Any]:
     faults.update({
         "not_found": pages.NOT_FOUND_PATH,
         "redirect": pages.REDIRECT_PATH,
+        "redirect_loop": pages.LOOP_PATHS[0],
         "rejected": catalog.rejected.path,
         "pagination_loop": "/catalog?page=1",
         **{p.fault: p.path for p in catalog.unstorable if p.fault},

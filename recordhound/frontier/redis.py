@@ -29,6 +29,7 @@ from typing import Any
 import redis
 
 from recordhound.exceptions import RecordhoundError
+from recordhound.preflight import safe_url
 from recordhound.frontier import redis_scripts as lua
 from recordhound.frontier.backend import (
     Committed, Counts, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo)
@@ -51,7 +52,7 @@ class RedisFrontier(FrontierBackend):
             client.ping()
         except redis.RedisError as exc:
             raise RecordhoundError(
-                f"cannot reach Redis at REDIS_URL={_safe(self.url)}: {exc}; start Redis or unset "
+                f"cannot reach Redis at REDIS_URL={safe_url(self.url)}: {exc}; start Redis or unset "
                 f"REDIS_URL to use the embedded frontier") from exc
         self._redis = client
         self._scripts = {name: client.register_script(getattr(lua, name))
@@ -223,12 +224,3 @@ class RedisFrontier(FrontierBackend):
                 self.r.unlink(*batch)
                 batch = []
         self.r.unlink(*batch, state)
-
-
-def _safe(url: str) -> str:
-    """The URL without its password, for messages."""
-    if "@" in url and ":" in url.split("@", 1)[0].split("//", 1)[-1]:
-        scheme, rest = url.split("//", 1)
-        user = rest.split("@", 1)[0].split(":", 1)[0]
-        return f"{scheme}//{user}:***@{rest.split('@', 1)[1]}"
-    return url

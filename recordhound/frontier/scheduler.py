@@ -64,6 +64,7 @@ class FrontierScheduler:
         self._seed_pending = False  # the start requests are all buffered: mark the crawl seeded
         self._renewer: Renewer | None = None
         self._broken = False  # a non-transient backend error: the crawl is being closed
+        self._is_open = False
         self._counts: tuple[float, Counts] | None = None
         self._tick: task.LoopingCall | None = None
         self._last_renew = self._last_reclaim = 0.0
@@ -104,6 +105,7 @@ class FrontierScheduler:
         self._begin(crawl)
 
     def _opened(self, _: None, crawl: str) -> None:
+        self._is_open = True
         self.df.backend = self.backend
         registry.register(self.crawler, self)
         self._renewer = Renewer(lambda: self._second_backend(crawl), self.node, self.token,
@@ -168,8 +170,8 @@ class FrontierScheduler:
             self._tick.stop()
         if self._renewer is not None:
             self._renewer.stop()
-        if self.backend is None:
-            return
+        if self.backend is None or not self._is_open:
+            return  # opening failed: nothing of ours to write back
         try:
             if self._broken:
                 return  # leases come back when this node restarts (or they expire)

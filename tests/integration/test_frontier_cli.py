@@ -52,3 +52,45 @@ def test_status_then_reset_after_confirmation(kind: str, tmp_path: Path) -> None
     finally:
         backend.reset()
         backend.close()
+
+
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_verify_is_clean_on_consistent_state_and_names_each_inconsistency(kind: str, tmp_path: Path) -> None:
+    import redis
+
+    env, extra = {"REDIS_URL": ""}, []
+    if kind == "embedded":
+        backend: FrontierBackend = SqliteFrontier(str(tmp_path / ".recordhound/frontier/demo.sqlite3"))
+    else:
+        prefix = unique_prefix()
+        env, extra = {"REDIS_URL": redis_url()}, ["-s", f"RECORDHOUND_REDIS_PREFIX={prefix}"]
+        backend = RedisFrontier(redis_url(), f"{prefix}:demo")
+    backend.open()
+    try:
+        backend.commit([entry(u) for u in "abc"], [], [], seeded=True)
+        (leased,) = backend.lease("vm-1", 1, 60)
+        backend.commit([], [leased.lease], [])
+        clean = _cli(tmp_path, env, *extra, "verify", "--source", "demo")
+        assert clean.returncode == 0 and "demo: consistent" in clean.stdout, clean.stdout + clean.stderr
+        # damage it the way a bug would: one request queued twice, a lease nobody holds
+        if isinstance(backend, SqliteFrontier):
+            import sqlite3
+
+            db = sqlite3.connect(backend.path)
+            db.execute("INSERT INTO queue (priority, payload) SELECT priority, payload FROM queue LIMIT 1")
+            db.commit()
+            db.close()
+        else:
+            client = redis.Redis.from_url(redis_url())
+            client.hset(f"{backend.prefix}:payloads", "99", "b")
+            client.zadd(f"{backend.prefix}:queue", {"99": 99})
+            client.close()
+        backend.lease("ghost", 1, 60)
+        broken = _cli(tmp_path, env, *extra, "verify", "--source", "demo")
+        assert broken.returncode == 1, broken.stdout + broken.stderr
+        assert "the same request is queued 2 times" in broken.stdout
+        assert "held by node ghost, which is not registered" in broken.stdout
+        assert "requests were queued, but done" in broken.stdout or "the queued counter says 1" in broken.stdout
+    finally:
+        backend.reset()
+        backend.close()

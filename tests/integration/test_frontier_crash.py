@@ -126,11 +126,3 @@ def test_sigterm_finishes_in_flight_work_returns_leases_and_resumes(
         assert sum(n - 1 for n in hits.values() if n > 1) <= 1  # only the 500-once page: nothing redone
     finally:
         setup.cleanup()
-
-
-def test_redis_unreachable_at_start_is_a_clear_error(tmp_path: Path, shop: ShopProcess, product_db: str) -> None:
-    setup = CrawlSetup(tmp_path, shop.url, product_db, "redis://127.0.0.1:1/0")
-    crawler = setup.start(name="noredis")
-    assert crawler.wait(120) != 0
-    log = (tmp_path / "noredis.log").read_text()
-    assert "cannot reach Redis at REDIS_URL=redis://127.0.0.1:1/0" in log

@@ -15,7 +15,7 @@ from recordhound.text import catalog_number_key, name_key
 from tests.integration.crawlers import CrawlSetup
 from tests.integration.dbcheck import ProductDb
 
-FAILED_FAULTS = ("not_found",)  # the only fault pages a correct crawl records as failed
+FAILED_FAULTS = ("not_found", "redirect_loop")  # the only fault pages a correct crawl records as failed
 
 
 def stored_offers(db: ProductDb) -> dict[str, dict[str, Any]]:
@@ -74,11 +74,14 @@ def assert_ids_consecutive(db: ProductDb) -> None:
 
 
 def failed_paths(setup: CrawlSetup) -> list[str]:
+    """The pages the crawl recorded as failed, each by the URL the crawl was sent to (the first
+    of its redirect chain)."""
     backend = setup.backend()
     try:
-        return sorted(json.loads(payload)["url"].split("/", 3)[-1] for payload, _ in backend.failures(10_000))
+        requests = [json.loads(payload) for payload, _ in backend.failures(10_000)]
     finally:
         backend.close()
+    return sorted(([*r["meta"].get("redirect_urls", ()), r["url"]][0]).split("/", 3)[-1] for r in requests)
 
 
 def assert_frontier_clean(setup: CrawlSetup, truth: dict[str, Any]) -> None:

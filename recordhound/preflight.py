@@ -1,0 +1,67 @@
+"""Checks before a crawl starts: the profile loads, the settings parse, Redis and the product
+database answer. Each failure is one :class:`RecordhoundError` naming the setting and what to do,
+so ``scrapy crawl`` prints one line and exits 1 instead of the engine's tracebacks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from recordhound.config import FrontierConfig, StoreConfig
+from recordhound.exceptions import RecordhoundError
+from recordhound.sources import load_profile
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+
+def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
+    load_profile(spider_args.get("source") or "demo", settings.getlist("RECORDHOUND_PROFILES_DIRS"))
+    frontier = FrontierConfig.from_settings(settings)
+    if frontier.redis_url:
+        _ping_redis(frontier.redis_url)
+    if settings.getbool("RECORDHOUND_STORE_ENABLED"):
+        _connect_database(StoreConfig.from_settings(settings).database_url)
+
+
+def _ping_redis(url: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=CONNECT_TIMEOUT_SECONDS,
+                                  socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise RecordhoundError(
+            f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset "
+            f"REDIS_URL to use the embedded frontier") from exc
+    finally:
+        client.close()
+
+
+def _connect_database(url: str) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from recordhound.db.engine import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise RecordhoundError(
+            f"cannot reach the product database at DATABASE_URL={engine.url.render_as_string()}: {reason}; "
+            f"start it, or unset DATABASE_URL to use the SQLite file") from exc
+    finally:
+        engine.dispose()
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    if "@" in url and ":" in url.split("@", 1)[0].split("//", 1)[-1]:
+        scheme, rest = url.split("//", 1)
+        user = rest.split("@", 1)[0].split(":", 1)[0]
+        return f"{scheme}//{user}:***@{rest.split('@', 1)[1]}"
+    return url

@@ -1,0 +1,32 @@
+"""A service that is down, or a profile that does not exist, at start-up: one line, exit 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.services import run_crawl
+
+CASES = {
+    "redis": ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "source=demo",
+              "error: cannot reach Redis at REDIS_URL=redis://127.0.0.1:1/0"),
+    "postgresql": ({"DATABASE_URL": "postgresql+psycopg://nobody@127.0.0.1:1/catalog"}, "source=demo",
+                   "error: cannot reach the product database at DATABASE_URL=postgresql+psycopg://nobody@127.0.0.1:1/catalog"),
+    "profile": ({}, "source=no-such-shop", "error: invalid source profile no-such-shop.yaml"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_start_up_error_is_one_line_and_exit_1(case: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    env, source, message = CASES[case]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    database = env.get("DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    result = run_crawl(tmp_path, database, "-a", source, timeout=60)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(message), result.stderr[-2000:]
+    assert result.stderr.rstrip().endswith(errors[0])

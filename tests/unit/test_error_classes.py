@@ -1,0 +1,36 @@
+"""Which errors pause and retry (the service is away) and which fail loudly (a bug, bad data)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import redis
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
+
+from recordhound.catalog.errors import WriteRaceError, describe, is_row_error, is_transient
+from recordhound.frontier.redis import RedisFrontier
+from recordhound.frontier.sqlite import SqliteFrontier
+from recordhound.review.docstore import ReviewStoreError
+
+
+def test_frontier_backends_tell_an_outage_from_a_bug() -> None:
+    embedded, shared = SqliteFrontier("unused.sqlite3"), RedisFrontier("redis://127.0.0.1:1/0", "p")
+    assert embedded.is_transient(sqlite3.OperationalError("database is locked"))
+    assert not embedded.is_transient(sqlite3.IntegrityError("UNIQUE constraint failed"))
+    assert not embedded.is_transient(KeyError("payload"))
+    assert shared.is_transient(redis.ConnectionError("Connection refused"))
+    assert shared.is_transient(redis.TimeoutError())
+    assert shared.is_transient(redis.ResponseError("OOM command not allowed when used memory > 'maxmemory'"))
+    assert not shared.is_transient(redis.ResponseError("WRONGTYPE Operation against a key"))
+    assert not shared.is_transient(TypeError("bad argument"))
+
+
+def test_writer_errors_outage_race_and_row() -> None:
+    assert is_transient(OperationalError("SELECT 1", {}, Exception("server closed the connection")))
+    assert is_transient(ReviewStoreError("review queue on Redis: Connection refused"))
+    assert is_transient(WriteRaceError("raced"))
+    refused = DataError("INSERT", {}, Exception("value too long for type character varying(200)\nDETAIL"))
+    assert is_row_error(refused) and not is_transient(refused)
+    assert is_row_error(IntegrityError("INSERT", {}, Exception("duplicate key")))
+    assert not is_row_error(ValueError("a bug"))
+    assert describe(refused) == "the database refused it: Exception: value too long for type character varying(200)"
