@@ -1,9 +1,9 @@
 """Torture: seeded random kill -9s, then every crash point, on both frontiers; lost / duplicated /
 wrongly failed counts per backend (the target is 0 everywhere). Not run in CI.
 
-    python bench/torture.py [--kills 50] [--releases 300] [--seed S] [--database sqlite|postgresql]
+    python bench/torture.py [--kills 50] [--releases 1000] [--seed S] [--database sqlite|postgresql]
 
-Each round starts a crawl of the demo shop and SIGKILLs it after a random 0.3-3 s (the seed is
+Each round starts a crawl of the demo shop and SIGKILLs it after a random 0.5-6 s (the seed is
 printed, so a failing run can be replayed); a crawl that completes is compared with the shop's
 ``/_truth.json`` (every offer field by field, extra rows, ID gaps, ``failed`` beyond the fault
 pages, ``recordhound frontier verify``) and a fresh crawl begins. Then each crash point of
@@ -62,7 +62,7 @@ class Trial:
         done = 0
         while done < kills:
             crawler = setup.start(*STORE, name="torture")
-            moment = rng.uniform(0.3, 3.0)
+            moment = rng.uniform(0.5, 6.0)  # start-up takes ~2 s: some kills land in it
             if crawler.wait_or_kill(moment):
                 done += 1
                 continue
@@ -86,7 +86,7 @@ class Trial:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=50, help="random kills per backend")
-    parser.add_argument("--releases", type=int, default=300)
+    parser.add_argument("--releases", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="postgresql")
     args = parser.parse_args()

@@ -14,7 +14,9 @@ from recordhound.cli_settings import current_settings, setting_option
 from recordhound.exceptions import RecordhoundError
 
 if TYPE_CHECKING:
+    from recordhound.config import FrontierConfig
     from recordhound.demo.catalog import Catalog
+    from recordhound.scrapyd_client import ScrapydClient
 
 
 @click.group()
@@ -81,7 +83,7 @@ def db_upgrade(revision: str) -> None:
     click.echo(f"{engine.url.render_as_string()}: schema at revision {current_revision(engine)}")
 
 
-def _frontier_config():  # type: ignore[no-untyped-def]
+def _frontier_config() -> FrontierConfig:
     from recordhound.config import FrontierConfig
 
     return FrontierConfig.from_settings(current_settings())
@@ -168,7 +170,7 @@ def frontier_verify(crawl: str | None) -> None:
         raise SystemExit(1)
 
 
-def _scrapyd(target: str):  # type: ignore[no-untyped-def]
+def _scrapyd(target: str) -> ScrapydClient:
     from recordhound.scrapyd_client import ScrapydClient, Target
 
     return ScrapydClient(Target.from_config(target))
@@ -275,7 +277,7 @@ def import_file(source: str, path: str | None, restart: bool, batch_size: int) -
 
     from recordhound.config import ReviewConfig, StoreConfig
     from recordhound.db.migrate import open_database
-    from recordhound.review.factory import open_writer
+    from recordhound.catalog.writer import open_writer
     from recordhound.sources import load_profile
     from recordhound.sources.importer import FileImport
     from recordhound.sources.profile import FILE_KINDS

@@ -34,5 +34,6 @@ def current_settings() -> BaseSettings:
     settings = project_settings()
     ctx = click.get_current_context(silent=True)
     for pair in ctx.find_root().meta.get(META_KEY, ()) if ctx else ():
-        settings.set(*pair, priority="cmdline")
+        name, value = pair
+        settings.set(name, value, priority="cmdline")
     return settings

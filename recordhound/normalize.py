@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass, field
 
 from recordhound.exceptions import FieldError
@@ -48,7 +50,7 @@ def normalize_release(raw: RawRelease, profile: Profile) -> Outcome:
     return Outcome(release, problems)
 
 
-def _price(raw: RawRelease, profile: Profile, release: Release, problem) -> None:  # type: ignore[no-untyped-def]
+def _price(raw: RawRelease, profile: Profile, release: Release, problem: Callable[[str, str], None]) -> None:
     if profile.field("price") is None:
         return
     try:

@@ -69,8 +69,10 @@ class ScrapydClient:
     def _call(self, method: str, endpoint: str, **data: Any) -> dict[str, Any]:
         url = f"{self.target.url}/{endpoint}"
         try:
-            response = self.session.request(method, url, timeout=TIMEOUT_SECONDS,
-                                            **({"data": data} if method == "POST" else {"params": data}))
+            if method == "POST":
+                response = self.session.request(method, url, timeout=TIMEOUT_SECONDS, data=data)
+            else:
+                response = self.session.request(method, url, timeout=TIMEOUT_SECONDS, params=data)
         except requests.ConnectionError as exc:
             raise ScrapydError(f"cannot reach scrapyd at {self.target.url} (target {self.target.name!r}): "
                                f"is it running? {type(exc).__name__}") from exc

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: install recordhound with its test dependencies into .venv, make sure the
-# services the tests use are up, and run the whole suite. Extra arguments go to pytest.
+# services the tests use are up, type-check, and run the whole suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,4 +9,5 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q -e ".[test,deploy]"
 bash scripts/services.sh
 bash scripts/chromium.sh
+.venv/bin/mypy  # configured in pyproject.toml: recordhound/ type-checks clean, or nothing runs
 exec .venv/bin/python -m pytest "$@"

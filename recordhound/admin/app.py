@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
 import logging
 import os
 import secrets
@@ -43,7 +48,7 @@ def _timestamp(value: float) -> str:
     return datetime.fromtimestamp(float(value), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def build_app(settings) -> Starlette:  # type: ignore[no-untyped-def]
+def build_app(settings: BaseSettings) -> Starlette:
     store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)
     engine = open_database(store.database_url)
     app = Starlette(routes=[Route("/", lambda request: RedirectResponse("/admin/"))])

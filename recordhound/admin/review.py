@@ -33,7 +33,8 @@ class AdminContext:
 
 
 def context(request: Request) -> AdminContext:
-    return request.app.state.recordhound  # type: ignore[no-any-return]
+    found: AdminContext = request.app.state.recordhound
+    return found
 
 
 def _page(items: list[Any], request: Request) -> tuple[list[Any], dict[str, Any]]:
@@ -97,13 +98,13 @@ class PendingReview(BaseView):
         fields = {"name": str(form.get("name", ""))} if action == "edit" else None
         if action == "merge" and not into.isdigit():
             return _back(request, "admin:view-pending-review", "merge: pick an entity to merge into", error=True)
-        return await _decide(request, "admin:view-pending-review", _ids(form.getlist("entry_id")), action,
+        return await _decide(request, "admin:view-pending-review", _ids(_texts(form.getlist("entry_id"))), action,
                              int(into) if into.isdigit() else None, fields)
 
     @expose("/review/bulk", methods=["POST"], identity="review-bulk")
     async def bulk(self, request: Request) -> Response:
         form = await request.form()
-        ids = _ids(form.getlist("selected"))
+        ids = _ids(_texts(form.getlist("selected")))
         if not ids:
             return _back(request, "admin:view-pending-review", "select entries first", error=True)
         return await _decide(request, "admin:view-pending-review", ids, str(form.get("action", "")))
@@ -149,7 +150,7 @@ class PriceChanges(BaseView):
     async def decide(self, request: Request) -> Response:
         form = await request.form()
         action = {"approve": "approve", "reject": "skip"}.get(str(form.get("action", "")), "")
-        ids = _ids(form.getlist("entry_id")) or _ids(form.getlist("selected"))
+        ids = _ids(_texts(form.getlist("entry_id"))) or _ids(_texts(form.getlist("selected")))
         return await _decide(request, "admin:view-price-changes", ids, action)
 
 
@@ -188,7 +189,7 @@ class FailedJobs(_Jobs):
         form = await request.form()
         queue = context(request).queue
         retried, problems = [], []
-        for job_id in _ids(form.getlist("job_id")):
+        for job_id in _ids(_texts(form.getlist("job_id"))):
             try:
                 await run_in_threadpool(queue.retry, job_id)
                 retried.append(str(job_id))
@@ -236,3 +237,8 @@ def crawl_status(ctx: AdminContext) -> dict[str, Any]:
 
 
 REVIEW_VIEWS = (PendingReview, PriceChanges, CompletedJobs, FailedJobs, CrawlStatus)
+
+
+def _texts(values: list[Any]) -> list[str]:
+    """Form values that are text (an uploaded file where an id belongs is ignored)."""
+    return [value for value in values if isinstance(value, str)]

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from sqlalchemy import Numeric
+
 from recordhound.db.models import Artist, Label, Offer, Release as ReleaseRow, Style
 from recordhound.items import Release
 from recordhound.text import name_key
 
-MAX_PRICE = Decimal(10) ** (Offer.__table__.c.price.type.precision - Offer.__table__.c.price.type.scale)
+_PRICE = Offer.__table__.c.price.type
+assert isinstance(_PRICE, Numeric) and _PRICE.precision is not None and _PRICE.scale is not None
+MAX_PRICE = Decimal(10) ** (_PRICE.precision - _PRICE.scale)
 
 
 def _length(column: object) -> int:

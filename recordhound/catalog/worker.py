@@ -15,7 +15,7 @@ from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.db.engine import make_engine
 from recordhound.catalog.writer import BatchResult, CatalogWriter
 from recordhound.items import Release
-from recordhound.review.factory import open_writer
+from recordhound.catalog.writer import open_writer
 
 PARENT_CHECK_SECONDS = 0.5
 _writer: CatalogWriter | None = None

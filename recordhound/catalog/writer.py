@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, select, update
 
 from recordhound import failpoints
+from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.catalog import errors, validate
 from recordhound.db import entities
 from recordhound.db.engine import lock_for_writing
@@ -20,6 +21,7 @@ from recordhound.db.releases import ReleaseRow, write_releases
 from recordhound.items import Release
 from recordhound.review import gate
 from recordhound.review.items import release_doc
+from recordhound.review.factory import open_queue
 from recordhound.review.queue import PriceHold, ReviewQueue
 from recordhound.review.suggest import matching_keys, suggest
 
@@ -135,7 +137,7 @@ class CatalogWriter:
                 for spelling, entity_id in ids.items()}
         if seen <= self._recorded and not any(plan.created.values()):
             return seen
-        meta = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
+        meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
         changed = False
         for kind, ids in plan.ids.items():
             known = meta.get(f"matched_{kind}s") or {}
@@ -208,3 +210,9 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
     })
     by_id = {i.external_id: i for i in items}
     return [(h, by_id[h.new.external_id]) for h in counts.held]
+
+
+def open_writer(engine: Engine, store: StoreConfig, review: ReviewConfig, trusted: bool) -> CatalogWriter:
+    """The writer with the review queue the settings name: crawls, imports and the apply worker use it."""
+    return CatalogWriter(engine, timedelta(seconds=store.last_seen_resolution_seconds), open_queue(review),
+                         ReviewPolicy(trusted, review.price_threshold_pct))

@@ -59,7 +59,7 @@ class Command(ScrapyCrawl):
         running = self.crawler_process.crawl(crawler, **opts.spargs)
         if isinstance(running, Deferred):
             running.addErrback(self._on_failure)
-        else:
+        elif isinstance(running, asyncio.Future):
             running.add_done_callback(self._on_done)
         self.crawler_process.start()
         self.exitcode = self._exit_code(crawler)
@@ -71,7 +71,7 @@ class Command(ScrapyCrawl):
         self._report(error, failure.value)
         return None
 
-    def _on_done(self, task: asyncio.Task[Any]) -> None:
+    def _on_done(self, task: asyncio.Future[Any]) -> None:
         if task.cancelled() or task.exception() is None:
             return
         error = user_error(task.exception())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from sqlalchemy import Connection, select
 
@@ -94,7 +95,7 @@ def _by_synonym(conn: Connection, tables: EntityTables, spellings: list[str]) ->
     synonym = tables.synonym
     fk = getattr(synonym, tables.fk)
     rows = conn.execute(select(synonym.spelling, fk).where(synonym.spelling.in_(spellings)))
-    return {spelling: entity_id for spelling, entity_id in rows.all()}
+    return {str(spelling): cast(int, entity_id) for spelling, entity_id in rows.all()}
 
 
 def _by_key(conn: Connection, tables: EntityTables, spellings: list[str]) -> dict[str, int]:

@@ -16,12 +16,14 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy.orm import DeclarativeBase
 
+from recordhound.db.models import Base
+
 
 def insert_with_ids(conn: Connection, model: type[DeclarativeBase], rows: list[dict[str, Any]]) -> list[int]:
     """Insert ``rows`` (in order) with the next free ids; returns their ids. Needs the write lock."""
     if not rows:
         return []
-    table = model.__table__  # type: ignore[attr-defined]  # every mapped class has one
+    table = Base.metadata.tables[model.__tablename__]
     first = int(conn.execute(select(func.coalesce(func.max(table.c.id), 0))).scalar_one()) + 1
     ids = list(range(first, first + len(rows)))
     conn.execute(insert(table), [{**row, "id": row_id} for row, row_id in zip(rows, ids)])

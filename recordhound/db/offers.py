@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, update
 
@@ -133,7 +134,8 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _execute(conn: Connection, inserts: list[dict], updates: list[dict], history: list[dict]) -> None:  # type: ignore[type-arg]
+def _execute(conn: Connection, inserts: list[dict[str, Any]], updates: list[dict[str, Any]],
+             history: list[dict[str, Any]]) -> None:
     if inserts:
         insert_with_ids(conn, Offer, inserts)
     if updates:

@@ -20,7 +20,7 @@ def ensure_source(engine: Engine, name: str, kind: str, location: str) -> int:
             if conn.execute(select(Source.location).where(Source.id == found)).scalar() != location:
                 conn.execute(update(Source).where(Source.id == found).values(location=location))
             return int(found)
-        meta = {"status": "new", "parsed_at": None, "error_message": None, "counts": {}}
+        meta: dict[str, Any] = {"status": "new", "parsed_at": None, "error_message": None, "counts": {}}
         return insert_with_ids(conn, Source, [{"name": name, "kind": kind, "location": location, "meta": meta}])[0]
 
 
@@ -28,7 +28,7 @@ def update_source_meta(engine: Engine, source_id: int, changes: dict[str, Any]) 
     """Merge ``changes`` into the source's JSON metadata; returns the new metadata."""
     with engine.begin() as conn:
         lock_for_writing(conn)
-        meta = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
+        meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
         meta.update(changes)
         conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
         return meta

@@ -46,7 +46,7 @@ def unique_names(
 ) -> list[str]:
     """``count`` names whose folded forms all differ from each other and from ``reserved``."""
     seen = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in reserved}
-    names = []
+    names: list[str] = []
     while len(names) < count:
         name = make(rng)
         folded = "".join(ch for ch in name.lower() if ch.isalnum())

@@ -39,10 +39,12 @@ class ShopProcess:
             return json.load(response)
 
     def truth(self) -> dict[str, Any]:
-        return self.get_json("/_truth.json")  # type: ignore[no-any-return]
+        truth: dict[str, Any] = self.get_json("/_truth.json")
+        return truth
 
     def hits(self) -> dict[str, int]:
-        return self.get_json("/_stats.json")["requests"]  # type: ignore[no-any-return]
+        hits: dict[str, int] = self.get_json("/_stats.json")["requests"]
+        return hits
 
     def pages_served(self) -> int:
         """Requests served for shop pages (not counting the /_ control endpoints)."""

@@ -67,7 +67,8 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        assert isinstance(transport, asyncio.Transport)  # a TCP server's transports are
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data

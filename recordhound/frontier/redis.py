@@ -123,7 +123,7 @@ class RedisFrontier(FrontierBackend):
 
     def leases_of(self, node: str) -> list[Lease]:
         ids = sorted(int(i) for i in self.r.smembers(f"{self.prefix}:leases:{node}"))
-        tokens = self.r.hmget(self.keys["attempts"], ids) if ids else []
+        tokens = self.r.hmget(self.keys["attempts"], [str(i) for i in ids]) if ids else []
         return [Lease(i, int(t)) for i, t in zip(ids, tokens) if t is not None]
 
     def reclaim_expired(self) -> int:

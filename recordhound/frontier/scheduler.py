@@ -236,7 +236,7 @@ class FrontierScheduler:
         if fingerprint is not None:
             self._entry_fps.add(fingerprint)
         self._entries.append(Entry(fingerprint, request.priority, payload))
-        self.stats.inc_value("scheduler/enqueued")  # type: ignore[union-attr]
+        self.stats.inc_value("scheduler/enqueued")
         return True
 
     def next_request(self) -> Request | None:
@@ -252,7 +252,7 @@ class FrontierScheduler:
         self._starved = False
         request = self._leased.popleft()
         self.outcomes.handed_out(request.meta[FRONTIER_ID])
-        self.stats.inc_value("scheduler/dequeued")  # type: ignore[union-attr]
+        self.stats.inc_value("scheduler/dequeued")
         return request
 
     def claim_start(self) -> str:
@@ -357,7 +357,7 @@ class FrontierScheduler:
             self._stale(committed.refused)
 
     def _stale(self, refused: int) -> None:
-        if not self.stats.get_value(STAT + "stale_refused"):  # type: ignore[union-attr]
+        if not self.stats.get_value(STAT + "stale_refused"):
             logger.warning("%d acks or failures of this node were refused: their leases had expired "
                            "and were taken over (the node stalled); the new holders redo that work", refused)
         self._inc("stale_refused", refused)
@@ -396,7 +396,7 @@ class FrontierScheduler:
             self._release_lost_leases()
             self._down_since = None
             self._retries = 0
-            self.crawler.engine.unpause()  # type: ignore[union-attr]
+            self.crawler.engine.unpause()
         if self._starved and (counts := self._current_counts()) is not None and (counts.queued or counts.drained):
             _wake_engine(self.crawler)  # work arrived, or the crawl is over: no need to wait for the heartbeat
         self._fail_orphans()
@@ -445,7 +445,7 @@ class FrontierScheduler:
             return
         self._broken = True
         logger.error("Frontier error that retrying cannot fix; closing the crawl", exc_info=exc)
-        self.stats.set_value("recordhound/fatal", f"frontier: {type(exc).__name__}: {exc}")  # type: ignore[union-attr]
+        self.stats.set_value("recordhound/fatal", f"frontier: {type(exc).__name__}: {exc}")
         if self.crawler.engine is not None:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason="frontier_error"))
 

@@ -240,3 +240,4 @@ class SqliteFrontier(FrontierBackend):
         with self._tx() as db:
             for table in ("queue", "seen", "failed", "counters", "nodes", "state"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+            db.execute("DELETE FROM sqlite_sequence WHERE name = 'queue'")  # ids count from 1 again

@@ -25,7 +25,7 @@ class NormalizePipeline:
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, RawRelease):
             return item
-        outcome = normalize_release(item, self.crawler.spider.profile)  # type: ignore[union-attr]
+        outcome = normalize_release(item, self.crawler.spider.profile)  # type: ignore[union-attr]  # the catalog spider
         for problem in outcome.problems:
             record_error(self.crawler, f"field_{problem.field}", problem.url, problem.reason)
         if outcome.release is None:

@@ -58,7 +58,7 @@ class StorePipeline:
         return pipeline
 
     async def open_spider(self) -> None:
-        profile = self.crawler.spider.profile  # type: ignore[union-attr]
+        profile = self.crawler.spider.profile  # type: ignore[union-attr]  # open: the catalog spider, with its profile
         self.engine = make_engine(self.config.database_url)
         if self.config.auto_upgrade:
             await asyncio.to_thread(upgrade, self.engine)

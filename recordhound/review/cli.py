@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,8 +14,11 @@ from recordhound.review.queue import ENTITY_KINDS
 
 Doc = dict[str, Any]
 
+if TYPE_CHECKING:
+    from recordhound.review.queue import ReviewQueue
 
-def _queue():  # type: ignore[no-untyped-def]
+
+def _queue() -> ReviewQueue:
     from recordhound.config import ReviewConfig
     from recordhound.review.factory import open_queue
 
@@ -153,8 +156,8 @@ def register(main: click.Group) -> None:
         """Carry out the approved decisions: product-DB writes, then completed (or failed)."""
         from recordhound.config import ReviewConfig, StoreConfig
         from recordhound.db.migrate import open_database
-        from recordhound.review.apply import ApplyWorker
-        from recordhound.review.factory import open_writer
+        from recordhound.catalog.apply import ApplyWorker
+        from recordhound.catalog.writer import open_writer
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         project = current_settings()

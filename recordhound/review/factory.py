@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from sqlalchemy import Engine
-
-from recordhound.config import ReviewConfig, StoreConfig
-from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.config import ReviewConfig
 from recordhound.review.docstore import DocStore, RedisDocStore, SqliteDocStore
 from recordhound.review.queue import ReviewQueue
 
@@ -20,9 +15,3 @@ def open_store(config: ReviewConfig) -> DocStore:
 
 def open_queue(config: ReviewConfig) -> ReviewQueue:
     return ReviewQueue(open_store(config))
-
-
-def open_writer(engine: Engine, store: StoreConfig, review: ReviewConfig, trusted: bool) -> CatalogWriter:
-    """The product-database writer with its review queue: crawls, imports and the apply worker use it."""
-    return CatalogWriter(engine, timedelta(seconds=store.last_seen_resolution_seconds), open_queue(review),
-                         ReviewPolicy(trusted, review.price_threshold_pct))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -30,7 +31,7 @@ NAMES: dict[str, Callable[[Release], list[str]]] = {
 class Plan:
     writable: list[Release] = field(default_factory=list)
     parked: list[Parked] = field(default_factory=list)
-    rejected: list[tuple[str, dict, Origin, str]] = field(default_factory=list)  # type: ignore[type-arg]
+    rejected: list[tuple[str, dict[str, Any], Origin, str]] = field(default_factory=list)
     ids: dict[str, dict[str, int]] = field(default_factory=dict)  # kind → spelling → entity id
     created: Counter[str] = field(default_factory=Counter)
 

@@ -60,7 +60,7 @@ class FileImport:
         """(source id, first line to read, total lines); resumes an unfinished import of this file."""
         source_id = ensure_source(self.engine, self.profile.name, self.profile.kind, self.path)
         with self.engine.connect() as conn:
-            meta = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
+            meta: dict[str, Any] = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
         total = count_rows(self.path, self.kind)
         resume = (not restart and meta.get("status") in ("in_progress", "failed")
                   and meta.get("file") == self.path)

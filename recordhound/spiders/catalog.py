@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urljoin, urlparse
 
 import scrapy
@@ -58,7 +58,7 @@ class CatalogSpider(scrapy.Spider):
                 logger.critical("Not crawling: %s", exc)
                 raise
         spider = super().from_crawler(crawler, *args, profile=profile, **kwargs)
-        return spider  # type: ignore[return-value]
+        return spider
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.profile.start_urls:
@@ -70,7 +70,7 @@ class CatalogSpider(scrapy.Spider):
             return
         for kind, link in self.profile.links.items():
             callback = self.parse_product if kind == "product" else self.parse_listing
-            for url in extract_links(response, link.selectors):  # type: ignore[arg-type]
+            for url in extract_links(response, link.selectors):
                 yield scrapy.Request(url, callback=callback, errback=self.on_error,
                                      priority=link.priority, meta=self._meta(kind))
 
@@ -89,19 +89,20 @@ class CatalogSpider(scrapy.Spider):
             assert self.crawler is not None
             record_error(self.crawler, "invalid_encoding", response.url, problem)
             return
-        yield extract_release(response, self.profile)  # type: ignore[arg-type]
+        yield extract_release(response, self.profile)
 
     def on_error(self, failure: Failure) -> None:
-        request = failure.request  # type: ignore[attr-defined]
-        if failure.check(HttpError):
-            kind, message = f"http_{failure.value.response.status}", "HTTP error response"
+        request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on errback failures
+        error = failure.value
+        if isinstance(error, HttpError):
+            kind, message = f"http_{error.response.status}", "HTTP error response"
         else:
-            kind, message = "download_failed", f"{failure.type.__name__}: {failure.getErrorMessage()}"
+            kind, message = "download_failed", f"{type(error).__name__}: {failure.getErrorMessage()}"
         assert self.crawler is not None
         record_error(self.crawler, kind, request.url, message)
         report_failure(self.crawler, request, f"{kind}: {message}")
 
-    def _is_text(self, response: Response) -> bool:
+    def _is_text(self, response: Response) -> TypeGuard[TextResponse]:
         if isinstance(response, TextResponse):
             return True
         assert self.crawler is not None

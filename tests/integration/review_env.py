@@ -17,7 +17,7 @@ from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
 from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
 from recordhound.db.sources import ensure_source
-from recordhound.review.apply import ApplyWorker
+from recordhound.catalog.apply import ApplyWorker
 from recordhound.review.docstore import RedisDocStore, SqliteDocStore
 from recordhound.review.queue import ReviewQueue
 from tests.services import PostgresDatabase, redis_url, unique_prefix

@@ -141,6 +141,7 @@ def test_reset_forgets_the_crawl(backend: FrontierBackend) -> None:
     counts = backend.counts()
     assert (counts.queued, counts.seen, counts.status) == (0, 0, "new")
     assert backend.commit([entry("a")], [], []).queued == 1
+    assert backend.verify() == []  # a reset crawl adds up from zero again
 
 
 def test_leases_by_node(backend: FrontierBackend) -> None:

@@ -16,9 +16,9 @@ from scrapy.settings import Settings
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.db.engine import make_engine
 from recordhound.demo.process import ShopProcess
-from recordhound.review.apply import ApplyWorker
+from recordhound.catalog.apply import ApplyWorker
 from recordhound.review.docstore import RedisDocStore
-from recordhound.review.factory import open_writer
+from recordhound.catalog.writer import open_writer
 from recordhound.review.queue import PARKED, ReviewQueue
 from tests.integration.crawlers import CrawlSetup, wait_for_hits
 from tests.integration.truthcheck import assert_crawl_matches_truth, assert_frontier_clean, assert_product_db_matches
