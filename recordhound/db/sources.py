@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, select, update
@@ -32,3 +33,8 @@ def update_source_meta(engine: Engine, source_id: int, changes: dict[str, Any]) 
         meta.update(changes)
         conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
         return meta
+
+
+def now_iso() -> str:
+    """The timestamps of a source's metadata (``parsed_at``, ``started_at``, errors' ``at``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -22,9 +22,10 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task, threads
 
 from recordhound import failpoints
+from recordhound.backoff import backoff_seconds
 from recordhound.config import FrontierConfig
 from recordhound.errors import record_error
-from recordhound.frontier import registry, serialize
+from recordhound.frontier import engine_access, registry, serialize
 from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Lease
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive
@@ -398,16 +399,13 @@ class FrontierScheduler:
             self._retries = 0
             self.crawler.engine.unpause()
         if self._starved and (counts := self._current_counts()) is not None and (counts.queued or counts.drained):
-            _wake_engine(self.crawler)  # work arrived, or the crawl is over: no need to wait for the heartbeat
+            engine_access.wake(self.crawler)  # work arrived, or the crawl is over: no need to wait for the heartbeat
         self._fail_orphans()
 
     def _fail_orphans(self) -> None:
         """Handed-out requests the engine finished without a callback or errback (an
         IgnoreRequest with no errback, say) would hold their leases forever: fail them."""
-        engine = self.crawler.engine
-        idle = (engine is not None and not engine.downloader.active
-                and engine.scraper.slot is not None and engine.scraper.slot.is_idle())
-        if not idle or not len(self.outcomes):
+        if not engine_access.engine_idle(self.crawler) or not len(self.outcomes):
             self._orphan_ticks = 0
             return
         self._orphan_ticks += 1
@@ -459,7 +457,7 @@ class FrontierScheduler:
                 self.crawler.engine.pause()
         self._inc("backend_errors")
         self._retries += 1
-        backoff = min(self.config.retry_max_seconds, 0.25 * 2 ** min(10, self._retries))
+        backoff = backoff_seconds(self._retries, self.config.retry_max_seconds)
         self._retry_at = now + backoff
         logger.warning("Frontier backend still unreachable (%s); next try in %.1f s", exc, backoff)
 
@@ -499,14 +497,3 @@ class SeenCache:
         if excess > 0:
             for old in list(itertools.islice(self._fps, excess)):
                 del self._fps[old]
-
-
-def _wake_engine(crawler: Crawler) -> None:
-    """Ask the engine for requests now instead of at its next 5-second heartbeat.
-
-    Uses the engine's slot (Scrapy internals); without it the heartbeat still gets there.
-    """
-    slot = getattr(crawler.engine, "_slot", None)
-    nextcall = getattr(slot, "nextcall", None)
-    if nextcall is not None:
-        nextcall.schedule()

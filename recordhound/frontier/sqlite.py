@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from recordhound.exceptions import RecordhoundError
+from recordhound.sqlite_tx import immediate
 from recordhound.frontier.backend import (
     Committed, Counts, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo)
 
@@ -52,16 +52,9 @@ class SqliteFrontier(FrontierBackend):
             self._db.close()
             self._db = None
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
         assert self._db is not None, "frontier is not open"
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        return immediate(self._db)
 
     def now(self) -> float:
         return time.time()

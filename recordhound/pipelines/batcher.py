@@ -11,6 +11,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from recordhound.backoff import backoff_seconds
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,7 +67,7 @@ class Batcher(Generic[T, R]):
                 if not self._is_transient(exc):
                     raise
                 attempt += 1
-                delay = min(self._retry_max, 0.25 * 2 ** min(attempt, 10))
+                delay = backoff_seconds(attempt, self._retry_max)
                 if attempt == 1:
                     self._pause()
                 logger.warning("Could not store %d items (%s: %s); crawl paused, retry %d in %.1f s",

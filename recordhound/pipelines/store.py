@@ -9,7 +9,6 @@ import os
 import time
 from collections import Counter, deque
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
@@ -23,7 +22,7 @@ from recordhound.db.migrate import upgrade
 from recordhound.catalog import worker
 from recordhound.catalog.errors import is_transient
 from recordhound.catalog.writer import BatchResult
-from recordhound.db.sources import ensure_source, update_source_meta
+from recordhound.db.sources import ensure_source, now_iso, update_source_meta
 from recordhound.items import Release
 from recordhound.pipelines.batcher import Batcher
 
@@ -65,7 +64,7 @@ class StorePipeline:
         self.source_id = await asyncio.to_thread(
             ensure_source, self.engine, profile.name, profile.kind, profile.base_url)
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
-            "status": "in_progress", "started_at": _now(), "error_message": None})
+            "status": "in_progress", "started_at": now_iso(), "error_message": None})
         self.trusted = profile.trusted or self.review.trust_new_entities
         self.executor = self._executor()
         engine = self.crawler.engine
@@ -134,19 +133,20 @@ class StorePipeline:
 
     def _progress(self, items_per_minute: float | None) -> dict[str, Any]:
         return {"items": self.counts["items"], "stored": self.counts["stored"], "parked": self.counts["parked"],
-                "at": _now(), "items_per_minute": items_per_minute}
+                "at": now_iso(), "items_per_minute": items_per_minute}
 
     def _error_recorded(self, kind: str, url: str, message: str) -> None:
-        self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": _now()})
+        self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": now_iso()})
 
-    def _spider_closed(self, reason: str) -> None:
+    async def _spider_closed(self, reason: str) -> None:
+        """Awaited by the engine (an async signal handler): the write runs off the reactor."""
         if self.engine is None or not self.source_id:
             return
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         errors = {k.rsplit("/", 1)[-1]: v for k, v in stats.items() if k.startswith("recordhound/errors/")}
-        update_source_meta(self.engine, self.source_id, {
+        await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
             "status": "completed" if reason == "finished" else "interrupted",
-            "parsed_at": _now(), "finish_reason": reason,
+            "parsed_at": now_iso(), "finish_reason": reason,
             "error_message": None if not errors else f"{sum(errors.values())} problems: {errors}",
             "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
             "progress": self._progress(None),
@@ -169,6 +169,3 @@ def _writer_executor(config: StoreConfig, review: ReviewConfig, trusted: bool) -
     return ProcessPoolExecutor(1, mp_context=context, initializer=worker.init,
                                initargs=(*args, os.getpid()))
 
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

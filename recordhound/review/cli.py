@@ -48,127 +48,134 @@ def describe(entry: Doc) -> str:
             + (f"\n      suggested merges: {suggestions}" if suggestions else ""))
 
 
-def register(main: click.Group) -> None:
-    @main.group()
-    @setting_option
-    def review() -> None:
-        """The review queue: pending artists/labels/styles and price changes (Redis when REDIS_URL is set)."""
+@click.group()
+@setting_option
+def review() -> None:
+    """The review queue: pending artists/labels/styles and price changes (Redis when REDIS_URL is set)."""
 
-    @review.command("list")
-    @click.option("--type", "kind", type=click.Choice([*ENTITY_KINDS, "price"]), default=None)
-    @click.option("--source", default=None, help="only entries seen in this source")
-    @click.option("--json", "as_json", is_flag=True)
-    def review_list(kind: str | None, source: str | None, as_json: bool) -> None:
-        """Entries waiting for a decision (oldest first)."""
-        queue = _queue()
-        entries = queue.entries(kind, source)
-        if as_json:
-            _echo_json(entries)
-            return
-        for entry in entries:
-            click.echo(describe(entry))
-        counts = queue.counts()
-        click.echo(f"{len(entries)} entries listed; queue: {counts['pending']} pending names, "
-                   f"{counts['price_changes']} price changes, {counts['parked']} items parked, "
-                   f"{counts['approved']} decisions to apply, {counts['failed']} failed")
-
-    @review.command("show")
-    @click.argument("entry_id", type=int)
-    @click.option("--json", "as_json", is_flag=True)
-    def review_show(entry_id: int, as_json: bool) -> None:
-        """One entry: spellings, sources and lines, suggestions, the items it holds back."""
-        queue = _queue()
-        entry = queue.entry(entry_id)
-        parked = queue.parked_items(entry_id)
-        if as_json:
-            _echo_json({**entry, "parked_items": parked})
-            return
+@review.command("list")
+@click.option("--type", "kind", type=click.Choice([*ENTITY_KINDS, "price"]), default=None)
+@click.option("--source", default=None, help="only entries seen in this source")
+@click.option("--json", "as_json", is_flag=True)
+def review_list(kind: str | None, source: str | None, as_json: bool) -> None:
+    """Entries waiting for a decision (oldest first)."""
+    queue = _queue()
+    entries = queue.entries(kind, source)
+    if as_json:
+        _echo_json(entries)
+        return
+    for entry in entries:
         click.echo(describe(entry))
-        click.echo(f"  created {_when(entry['created_at'])}, attempts {entry.get('attempts', 0)}, "
-                   f"last error: {entry.get('last_error') or '-'}")
-        for source in entry.get("sources", ()):
-            click.echo(f"  seen in {source['source_name']} (source {source['source_id']}): {source['ref']}")
-        for item in parked:
-            click.echo(f"  waiting: {item['item']['title']!r} by {item['item']['artists']} ({item['ref']})")
+    counts = queue.counts()
+    click.echo(f"{len(entries)} entries listed; queue: {counts['pending']} pending names, "
+               f"{counts['price_changes']} price changes, {counts['parked']} items parked, "
+               f"{counts['approved']} decisions to apply, {counts['failed']} failed")
 
-    def decision(name: str, help_text: str) -> Any:
-        def run(entry_id: int, **options: Any) -> None:
-            job = _queue().decide(entry_id, name, into=options.get("into"), fields=options.get("fields"))
-            click.echo(f"job {job['id']}: {name} entry {entry_id} queued; `recordhound apply` carries it out")
-        run.__doc__ = help_text
-        return review.command(name)(click.argument("entry_id", type=int)(run))
+@review.command("show")
+@click.argument("entry_id", type=int)
+@click.option("--json", "as_json", is_flag=True)
+def review_show(entry_id: int, as_json: bool) -> None:
+    """One entry: spellings, sources and lines, suggestions, the items it holds back."""
+    queue = _queue()
+    entry = queue.entry(entry_id)
+    parked = queue.parked_items(entry_id)
+    if as_json:
+        _echo_json({**entry, "parked_items": parked})
+        return
+    click.echo(describe(entry))
+    click.echo(f"  created {_when(entry['created_at'])}, attempts {entry.get('attempts', 0)}, "
+               f"last error: {entry.get('last_error') or '-'}")
+    for source in entry.get("sources", ()):
+        click.echo(f"  seen in {source['source_name']} (source {source['source_id']}): {source['ref']}")
+    for item in parked:
+        click.echo(f"  waiting: {item['item']['title']!r} by {item['item']['artists']} ({item['ref']})")
 
-    decision("approve", "Create the entity (or approve the price change).")
-    decision("skip", "Drop the name from its items (reject a price change).")
+def decision(name: str, help_text: str) -> Any:
+    def run(entry_id: int, **options: Any) -> None:
+        job = _queue().decide(entry_id, name, into=options.get("into"), fields=options.get("fields"))
+        click.echo(f"job {job['id']}: {name} entry {entry_id} queued; `recordhound apply` carries it out")
+    run.__doc__ = help_text
+    return review.command(name)(click.argument("entry_id", type=int)(run))
 
-    @review.command("merge")
-    @click.argument("entry_id", type=int)
-    @click.option("--into", type=int, required=True, help="the id of the existing entity")
-    def review_merge(entry_id: int, into: int) -> None:
-        """The name becomes a synonym of an existing entity."""
-        job = _queue().decide(entry_id, "merge", into=into)
-        click.echo(f"job {job['id']}: merge entry {entry_id} into {into} queued")
 
-    @review.command("edit")
-    @click.argument("entry_id", type=int)
-    @click.option("--set", "values", multiple=True, required=True, metavar="FIELD=VALUE")
-    def review_edit(entry_id: int, values: tuple[str, ...]) -> None:
-        """Change fields (name=...), then approve."""
-        fields = {}
-        for value in values:
-            name, sep, text = value.partition("=")
-            if not sep:
-                raise click.BadParameter(f"expected FIELD=VALUE, got {value!r}", param_hint="--set")
-            fields[name.strip()] = text
-        job = _queue().decide(entry_id, "edit", fields=fields)
-        click.echo(f"job {job['id']}: edit entry {entry_id} {fields} queued")
 
-    def job_list(state: str, help_text: str, detail: Any) -> None:
-        def run(as_json: bool) -> None:
-            jobs = _queue().jobs(state)
-            if as_json:
-                _echo_json(jobs)
-                return
-            for job in jobs:
-                click.echo(f"job {job['id']}: {job['action']} {job['kind']} entry {job['entry_id']} "
-                           f"({job.get('name')!r}){detail(job)}")
-            click.echo(f"{len(jobs)} {state}")
-        run.__doc__ = help_text
-        review.command(state)(click.option("--json", "as_json", is_flag=True)(run))
+decision("approve", "Create the entity (or approve the price change).")
+decision("skip", "Drop the name from its items (reject a price change).")
 
-    job_list("failed", "Jobs that failed (and expired entries), with the error and attempt count.",
-             lambda job: f", attempts {job['attempts']}: {job['last_error']}")
-    job_list("completed", "Jobs applied, with what they did.",
-             lambda job: f" at {_when(job.get('finished_at'))}: {job.get('result')}")
+@review.command("merge")
+@click.argument("entry_id", type=int)
+@click.option("--into", type=int, required=True, help="the id of the existing entity")
+def review_merge(entry_id: int, into: int) -> None:
+    """The name becomes a synonym of an existing entity."""
+    job = _queue().decide(entry_id, "merge", into=into)
+    click.echo(f"job {job['id']}: merge entry {entry_id} into {into} queued")
 
-    @review.command("retry")
-    @click.argument("job_id", type=int)
-    def review_retry(job_id: int) -> None:
-        """Put a failed job back in the approved queue (an expired entry back to pending)."""
-        job = _queue().retry(job_id)
-        where = "pending" if job["action"] == "expire" else "the approved queue"
-        click.echo(f"job {job_id}: back in {where}")
+@review.command("edit")
+@click.argument("entry_id", type=int)
+@click.option("--set", "values", multiple=True, required=True, metavar="FIELD=VALUE")
+def review_edit(entry_id: int, values: tuple[str, ...]) -> None:
+    """Change fields (name=...), then approve."""
+    fields = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep:
+            raise click.BadParameter(f"expected FIELD=VALUE, got {value!r}", param_hint="--set")
+        fields[name.strip()] = text
+    job = _queue().decide(entry_id, "edit", fields=fields)
+    click.echo(f"job {job['id']}: edit entry {entry_id} {fields} queued")
 
-    @main.command("apply")
-    @setting_option
-    @click.option("--follow", is_flag=True, help="keep running and apply decisions as they come")
-    def apply_command(follow: bool) -> None:
-        """Carry out the approved decisions: product-DB writes, then completed (or failed)."""
-        from recordhound.config import ReviewConfig, StoreConfig
-        from recordhound.db.migrate import open_database
-        from recordhound.catalog.apply import ApplyWorker
-        from recordhound.catalog.writer import open_writer
+def job_list(state: str, help_text: str, detail: Any) -> None:
+    def run(as_json: bool) -> None:
+        jobs = _queue().jobs(state)
+        if as_json:
+            _echo_json(jobs)
+            return
+        for job in jobs:
+            click.echo(f"job {job['id']}: {job['action']} {job['kind']} entry {job['entry_id']} "
+                       f"({job.get('name')!r}){detail(job)}")
+        click.echo(f"{len(jobs)} {state}")
+    run.__doc__ = help_text
+    review.command(state)(click.option("--json", "as_json", is_flag=True)(run))
 
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        project = current_settings()
-        store, review_config = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
-        engine = open_database(store.database_url)
-        writer = open_writer(engine, store, review_config, trusted=False)
-        queue = writer.queue
-        worker = ApplyWorker(engine, queue, writer, review_config)
-        try:
-            counts = worker.run(follow=follow)
-        except KeyboardInterrupt:
-            counts = worker.counts
-        click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
-                   f"({review_config.backend} queue)")
+job_list("failed", "Jobs that failed (and expired entries), with the error and attempt count.",
+         lambda job: f", attempts {job['attempts']}: {job['last_error']}")
+job_list("completed", "Jobs applied, with what they did.",
+         lambda job: f" at {_when(job.get('finished_at'))}: {job.get('result')}")
+
+@review.command("retry")
+@click.argument("job_id", type=int)
+def review_retry(job_id: int) -> None:
+    """Put a failed job back in the approved queue (an expired entry back to pending)."""
+    job = _queue().retry(job_id)
+    where = "pending" if job["action"] == "expire" else "the approved queue"
+    click.echo(f"job {job_id}: back in {where}")
+
+@click.command("apply")
+@setting_option
+@click.option("--follow", is_flag=True, help="keep running and apply decisions as they come")
+def apply_command(follow: bool) -> None:
+    """Carry out the approved decisions: product-DB writes, then completed (or failed)."""
+    from recordhound.config import ReviewConfig, StoreConfig
+    from recordhound.db.migrate import open_database
+    from recordhound.catalog.apply import ApplyWorker
+    from recordhound.catalog.writer import open_writer
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    project = current_settings()
+    store, review_config = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
+    engine = open_database(store.database_url)
+    writer = open_writer(engine, store, review_config, trusted=False)
+    queue = writer.queue
+    worker = ApplyWorker(engine, queue, writer, review_config)
+    try:
+        counts = worker.run(follow=follow)
+    except KeyboardInterrupt:
+        counts = worker.counts
+    click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
+               f"({review_config.backend} queue)")
+
+
+def register(main: click.Group) -> None:
+    """`recordhound review ...` and `recordhound apply`."""
+    main.add_command(review)
+    main.add_command(apply_command)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from recordhound.exceptions import RecordhoundError
+from recordhound.sqlite_tx import immediate
 
 T = TypeVar("T")
 Doc = dict[str, Any]
@@ -144,15 +145,10 @@ class SqliteDocStore(DocStore):
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         try:
-            self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
+            with immediate(self.db) as db:
+                yield db
+        except sqlite3.OperationalError as exc:  # locked or busy past the timeout, disk I/O
             raise ReviewStoreError(f"review queue file {self.path}: {exc}") from exc
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
 
     def close(self) -> None:
         self.db.close()

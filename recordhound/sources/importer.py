@@ -18,7 +18,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -26,7 +25,7 @@ from sqlalchemy import Engine, select
 from recordhound.db.models import Source
 from recordhound import failpoints
 from recordhound.catalog.writer import CatalogWriter
-from recordhound.db.sources import ensure_source, update_source_meta
+from recordhound.db.sources import ensure_source, now_iso, update_source_meta
 from recordhound.items import RawRelease, Release
 from recordhound.normalize import normalize_release
 from recordhound.review import gate
@@ -69,7 +68,7 @@ class FileImport:
         self.counts = Counter(meta.get("counts") or {}) if resume else Counter()
         update_source_meta(self.engine, source_id, {
             "status": "in_progress", "file": self.path, "total_lines": total, "error_message": None,
-            "last_parsed_line": first - 1, "started_at": _now(), "line_errors": self.errors})
+            "last_parsed_line": first - 1, "started_at": now_iso(), "line_errors": self.errors})
         if first > 1:
             logger.info("Resuming %s at line %d of %d", self.path, first, total)
         return source_id, first, total
@@ -97,10 +96,10 @@ class FileImport:
         except Exception as exc:
             update_source_meta(self.engine, source_id, {
                 "status": "failed", "error_message": f"line {line + 1}: {type(exc).__name__}: {exc}",
-                "parsed_at": _now()})
+                "parsed_at": now_iso()})
             raise
         update_source_meta(self.engine, source_id, {
-            "status": "completed", "parsed_at": _now(), "counts": dict(self.counts),
+            "status": "completed", "parsed_at": now_iso(), "counts": dict(self.counts),
             "error_message": None if not self.errors else f"{len(self.errors)} lines could not be used"})
         return ImportResult(source_id, first, line, total, self.counts)
 
@@ -140,10 +139,7 @@ class FileImport:
             for n, reason in bad:
                 logger.warning("%s line %d: %s", self.path, n, reason)
         update_source_meta(self.engine, source_id, {
-            "last_parsed_line": line, "parsed_at": _now(), "counts": dict(self.counts),
+            "last_parsed_line": line, "parsed_at": now_iso(), "counts": dict(self.counts),
             "line_errors": self.errors})
         self.progress(line)
 
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

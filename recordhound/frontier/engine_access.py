@@ -1,0 +1,35 @@
+"""The two things the frontier needs from Scrapy's engine that no public API gives.
+
+1. ``wake``: ask the engine for requests now, not at its next 5-second heartbeat, when work
+   arrives from another node or the crawl is over (``ExecutionEngine._slot.nextcall``).
+2. ``engine_idle``: nothing is downloading or being scraped, so a handed-out request without an
+   outcome is orphaned (``engine.downloader.active``, ``engine.scraper.slot.is_idle()``).
+
+Both are Scrapy internals, kept here only. ``tests/unit/test_engine_access.py`` fails when a
+Scrapy release renames them; without them the crawl still works, only slower to notice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+def wake(crawler: Crawler) -> bool:
+    """Schedule the engine's next request round now; False if this Scrapy has no such hook."""
+    slot = getattr(crawler.engine, "_slot", None)
+    nextcall = getattr(slot, "nextcall", None)
+    if nextcall is None:
+        return False
+    nextcall.schedule()
+    return True
+
+
+def engine_idle(crawler: Crawler) -> bool:
+    engine = crawler.engine
+    if engine is None:
+        return False
+    scraper_slot = getattr(engine.scraper, "slot", None)
+    return not getattr(engine.downloader, "active", True) and scraper_slot is not None and scraper_slot.is_idle()

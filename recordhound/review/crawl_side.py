@@ -1,0 +1,144 @@
+"""The crawler's side of the review queue: which names are decided, park and release items,
+record rejected items, hold large price changes. Called by the catalog writer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from recordhound.review.docstore import Doc, Txn
+from recordhound.review.records import (
+    DECIDED, ENTRIES, INDEX, PARKED, PENDING, PRICES, REJECTED, SOURCES_KEPT, Origin, Parked, PriceHold,
+    Side, Unknown, _entry, _now, index_key, waiting,
+)
+from recordhound.text import preferred_spelling
+
+
+class CrawlSide(Side):
+    def decisions(self, kind: str, name_keys: list[str]) -> dict[str, Doc]:
+        """Decided entries among these names: name key → entry (status, entity_id)."""
+        def work(txn: Txn) -> dict[str, Doc]:
+            ids = txn.get_many(INDEX, [index_key(kind, k) for k in name_keys])
+            entries = txn.get_many(ENTRIES, [str(doc["id"]) for doc in ids.values()])
+            found = {}
+            for ikey, doc in ids.items():
+                entry = entries.get(str(doc["id"]))
+                if entry and entry["status"] in DECIDED:
+                    found[ikey.split("|", 1)[1]] = entry
+            return found
+        return self.store.run(work)
+
+    def park(self, items: list[Parked], suggest: Callable[[str, str], list[Doc]]) -> list[Parked]:
+        """Hold items back under their pending entries (created on first sight).
+
+        Returns the items not parked because one of their entries was decided meanwhile:
+        the caller resolves them again (the decision is visible now)."""
+        new_keys = self.store.run(lambda txn: _unindexed(txn, items))
+        suggestions = {key: suggest(key[0], key[2]) for key in new_keys}  # outside the transaction
+        return self.store.run(lambda txn: _park(txn, items, suggestions))
+
+    def unpark(self, item_keys: list[str]) -> None:
+        """Items that were stored or rejected: no entry holds them any more."""
+        def work(txn: Txn) -> None:
+            for key, doc in txn.get_many(PARKED, item_keys).items():
+                for entry_id in doc["waits"]:
+                    txn.delete(waiting(entry_id), key)
+                txn.delete(PARKED, key)
+        if item_keys:
+            self.store.run(work)
+
+    def reject(self, rejected: list[tuple[str, Doc, Origin, str]]) -> None:
+        """Items that cannot enter the product DB: (item key, item, origin, reason)."""
+        def work(txn: Txn) -> None:
+            for key, item, origin, reason in rejected:
+                txn.put(REJECTED, key, {"item": item, **origin.doc(), "reason": reason, "at": _now()})
+        if rejected:
+            self.store.run(work)
+
+    def hold_prices(self, holds: list[PriceHold]) -> int:
+        """Price changes above the threshold wait for a decision; one entry per offer.
+
+        Returns how many are (still) waiting; a change to a price already rejected is not asked again."""
+        def work(txn: Txn) -> int:
+            held = 0
+            for hold in holds:
+                ikey = index_key("price", str(hold.offer_id))
+                ref = txn.get(INDEX, ikey)
+                entry = txn.get(ENTRIES, str(ref["id"])) if ref else None
+                if entry and entry["status"] == "rejected" and entry["new_price"] == hold.new_price:
+                    continue
+                if entry is None or entry["status"] in DECIDED:
+                    entry = {"id": txn.next_id(), "kind": "price", "created_at": _now(), "attempts": 0,
+                             "last_error": None, "status": "pending", "decision": None}
+                    txn.put(INDEX, ikey, {"id": entry["id"]})
+                    txn.put(PRICES, str(entry["id"]), {"kind": "price"})
+                entry.update({
+                    "offer_id": hold.offer_id, "external_id": hold.external_id, "url": hold.url,
+                    "old_price": hold.old_price, "new_price": hold.new_price,
+                    "old_currency": hold.old_currency, "new_currency": hold.new_currency,
+                    "change_pct": hold.change_pct, "sources": [hold.origin.doc()],
+                    "name": f"offer {hold.external_id}: {hold.old_price} → {hold.new_price}"})
+                txn.put(ENTRIES, str(entry["id"]), entry)
+                held += 1
+            return held
+        return self.store.run(work) if holds else 0
+
+
+def _unindexed(txn: Txn, items: list[Parked]) -> set[tuple[str, str, str]]:
+    """(kind, name key, a spelling) of the names that have no entry yet."""
+    wanted = {index_key(u.kind, u.name_key): u for item in items for u in item.waits}
+    found = txn.get_many(INDEX, list(wanted))
+    return {(u.kind, u.name_key, u.spelling) for key, u in wanted.items() if key not in found}
+
+
+def _park(txn: Txn, items: list[Parked], suggestions: dict[tuple[str, str, str], list[Doc]]) -> list[Parked]:
+    suggested = {(kind, key): s for (kind, key, _), s in suggestions.items()}
+    # one round trip each for what the loop below reads (a Redis transaction caches its reads)
+    known = txn.get_many(INDEX, list({index_key(u.kind, u.name_key) for i in items for u in i.waits}))
+    txn.get_many(ENTRIES, [str(ref["id"]) for ref in known.values()])
+    txn.get_many(PARKED, [item.key for item in items])
+    entries: dict[str, Doc] = {}
+    raced: list[Parked] = []
+    for item in items:
+        ids = []
+        for unknown in item.waits:
+            entry = _sighted(txn, entries, unknown, item.origin, suggested.get((unknown.kind, unknown.name_key)))
+            if entry["status"] in DECIDED:
+                break
+            ids.append(entry["id"])
+        else:
+            old = txn.get(PARKED, item.key)
+            for stale in set(old["waits"] if old else ()) - set(ids):
+                txn.delete(waiting(stale), item.key)
+            for entry_id in ids:
+                txn.put(waiting(entry_id), item.key, {})
+            txn.put(PARKED, item.key, {"item": item.item, "waits": ids, **item.origin.doc(), "at": _now()})
+            continue
+        raced.append(item)
+    for entry_id, entry in entries.items():
+        txn.put(ENTRIES, entry_id, entry)
+    return raced
+
+
+def _sighted(txn: Txn, entries: dict[str, Doc], unknown: Unknown, origin: Origin,
+             suggestions: list[Doc] | None) -> Doc:
+    """The entry of a name (created on first sight), with this spelling and origin added."""
+    ikey = index_key(unknown.kind, unknown.name_key)
+    ref = txn.get(INDEX, ikey)
+    if ref is None:
+        ref = {"id": txn.next_id()}
+        entry_id = ref["id"]
+        txn.put(INDEX, ikey, ref)
+        txn.put(PENDING, str(entry_id), {"kind": unknown.kind})
+        entries[str(entry_id)] = {
+            "id": entry_id, "kind": unknown.kind, "name_key": unknown.name_key, "name": unknown.spelling,
+            "spellings": [], "sources": [], "created_at": _now(), "attempts": 0, "last_error": None,
+            "suggestions": suggestions or [], "status": "pending", "decision": None}
+    elif str(ref["id"]) not in entries:
+        entries[str(ref["id"])] = _entry(txn, ref["id"])
+    entry = entries[str(ref["id"])]
+    if unknown.spelling not in entry["spellings"]:
+        entry["spellings"].append(unknown.spelling)
+        entry["name"] = preferred_spelling(entry["spellings"])
+    if len(entry["sources"]) < SOURCES_KEPT and origin.doc() not in entry["sources"]:
+        entry["sources"].append(origin.doc())
+    return entry

@@ -1,0 +1,102 @@
+"""The review queue's vocabulary: collections, entry kinds and actions, and the records the
+crawler hands it (what was seen where, what waits for what). Shared by the three sides of the
+queue (``crawl_side``, ``reviewer_side``, ``worker_side``); the layout is in ``queue.py``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from recordhound.exceptions import RecordhoundError
+from recordhound.review.docstore import Doc, DocStore, Txn
+
+ENTITY_KINDS = ("artist", "label", "style")
+KINDS = (*ENTITY_KINDS, "price")
+ACTIONS = {"artist": ("approve", "merge", "skip", "edit"), "label": ("approve", "merge", "skip", "edit"),
+           "style": ("approve", "merge", "skip", "edit"), "price": ("approve", "skip")}
+EDITABLE = ("name",)
+SOURCES_KEPT = 20  # origins remembered per entry (the count of waiting items is exact)
+DECIDED = ("approved", "merged", "edited", "skipped", "rejected", "superseded")
+
+ENTRIES, PENDING, PRICES = "review:entries", "tasks:pending", "tasks:price_changes"
+APPROVED, PROCESSING, COMPLETED, FAILED = "tasks:approved", "tasks:processing", "tasks:completed", "tasks:failed"
+INDEX, PARKED, REJECTED = "review:index", "review:parked", "review:rejected"
+
+
+class ReviewError(RecordhoundError):
+    """A review command that cannot be carried out (unknown id, wrong state, bad field)."""
+
+
+def waiting(entry_id: int | str) -> str:
+    return f"review:waiting:{entry_id}"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a name or item was seen: the source and the page URL or the file's line."""
+
+    source_id: int
+    source_name: str
+    ref: str
+
+    def doc(self) -> Doc:
+        where: Doc = {"parsed_line": int(self.ref[5:])} if self.ref.startswith("line ") else {"url": self.ref}
+        return {"source_id": self.source_id, "source_name": self.source_name, "ref": self.ref, **where}
+
+
+@dataclass(frozen=True)
+class Unknown:
+    kind: str
+    name_key: str
+    spelling: str
+
+
+@dataclass
+class Parked:
+    """An item held back until every entity it waits for is decided."""
+
+    key: str  # "source id:external id"
+    item: Doc
+    origin: Origin
+    waits: list[Unknown] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PriceHold:
+    offer_id: int
+    external_id: str
+    url: str
+    old_price: str | None
+    new_price: str | None
+    old_currency: str | None
+    new_currency: str | None
+    change_pct: float | None
+    origin: Origin
+
+
+def _now() -> float:
+    return time.time()
+
+
+def index_key(kind: str, name_key: str) -> str:
+    return f"{kind}|{name_key}"
+
+
+class Side:
+    """What every side of the queue works on: the one document store."""
+
+    def __init__(self, store: DocStore) -> None:
+        self.store = store
+
+
+def _entry(txn: Txn, entry_id: int | str) -> Doc:
+    entry = txn.get(ENTRIES, str(entry_id))
+    if entry is None:
+        raise ReviewError(f"no review entry {entry_id} (see `recordhound review list`)")
+    return entry
+
+
+def _with_count(txn: Txn, entry: Doc) -> Doc:
+    if entry["kind"] == "price":
+        return {**entry, "waiting": 0}
+    return {**entry, "waiting": txn.count(waiting(entry["id"]))}

@@ -1,0 +1,130 @@
+"""The reviewer's side of the review queue: list and show entries, decide, look at jobs, retry,
+expire. Called by `recordhound review` and the web admin."""
+
+from __future__ import annotations
+
+from recordhound.review.docstore import Doc, Txn
+from recordhound.review.records import (
+    ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, PARKED, PENDING, PRICES, PROCESSING, REJECTED,
+    ReviewError, Side, _entry, _now, _with_count, waiting,
+)
+
+
+class ReviewerSide(Side):
+    def entries(self, kind: str | None = None, source: str | None = None) -> list[Doc]:
+        """Undecided entries (oldest first), with how many items wait on each."""
+        def work(txn: Txn) -> list[Doc]:
+            ids = [] if kind == "price" else list(txn.all(PENDING))
+            ids += [] if kind not in (None, "price") else list(txn.all(PRICES))
+            docs = txn.get_many(ENTRIES, ids)
+            found = []
+            for entry in docs.values():
+                if kind and entry["kind"] != kind:
+                    continue
+                if source and not any(s["source_name"] == source for s in entry.get("sources", ())):
+                    continue
+                found.append(_with_count(txn, entry))
+            return sorted(found, key=lambda e: int(e["id"]))
+        return self.store.run(work)
+
+    def entry(self, entry_id: int) -> Doc:
+        def work(txn: Txn) -> Doc:
+            return _with_count(txn, _entry(txn, entry_id))
+        return self.store.run(work)
+
+    def parked_items(self, entry_id: int) -> list[Doc]:
+        def work(txn: Txn) -> list[Doc]:
+            return list(txn.get_many(PARKED, list(txn.all(waiting(entry_id)))).values())
+        return self.store.run(work)
+
+    def decide(self, entry_id: int, action: str, into: int | None = None,
+               fields: dict[str, str] | None = None) -> Doc:
+        """Record a decision as a job in the approved queue; the apply worker carries it out."""
+        def work(txn: Txn) -> Doc:
+            entry = _entry(txn, entry_id)
+            if entry["status"] not in ("pending", "failed"):
+                raise ReviewError(f"entry {entry_id} is {entry['status']}, not pending"
+                                  + (f" (job {entry['decision']})" if entry.get("decision") else ""))
+            _check_decision(entry, action, into, fields)
+            job = {"id": txn.next_id(), "entry_id": int(entry_id), "kind": entry["kind"],
+                   "name": entry.get("name"), "action": action, "into": into, "fields": fields or {},
+                   "created_at": _now(), "attempts": 0, "last_error": None}
+            failed = txn.get(FAILED, str(entry.get("decision")))
+            if entry["status"] == "failed" and failed is not None:  # a new decision replaces the failed one
+                txn.move(FAILED, COMPLETED, str(failed["id"]), {
+                    **failed, "result": {"status": "superseded", "by_job": job["id"]}, "finished_at": _now()})
+            txn.put(APPROVED, str(job["id"]), job)
+            txn.put(ENTRIES, str(entry_id), {**entry, "status": "queued", "decision": job["id"]})
+            return job
+        return self.store.run(work)
+
+    def jobs(self, state: str) -> list[Doc]:
+        """Jobs in one state: approved, processing, completed or failed (oldest first)."""
+        collection = {"approved": APPROVED, "processing": PROCESSING, "completed": COMPLETED,
+                      "failed": FAILED}[state]
+        return sorted(self.store.run(lambda txn: list(txn.all(collection).values())),
+                      key=lambda j: int(j["id"]))
+
+    def retry(self, job_id: int) -> Doc:
+        """A failed job goes back to the approved queue (an expired entry back to pending)."""
+        def work(txn: Txn) -> Doc:
+            job = txn.get(FAILED, str(job_id))
+            if job is None:
+                raise ReviewError(f"job {job_id} is not in the failed queue (see `recordhound review failed`)")
+            entry = _entry(txn, job["entry_id"])
+            txn.delete(FAILED, str(job_id))
+            if job["action"] == "expire":
+                txn.put(ENTRIES, str(entry["id"]), {**entry, "status": "pending", "created_at": _now()})
+                txn.put(PRICES if entry["kind"] == "price" else PENDING, str(entry["id"]), {"kind": entry["kind"]})
+                return {**job, "retried_at": _now()}
+            job = {**job, "retried_at": _now()}
+            txn.put(APPROVED, str(job_id), job)
+            txn.put(ENTRIES, str(entry["id"]), {**entry, "status": "queued", "decision": job["id"]})
+            return job
+        return self.store.run(work)
+
+    def expire(self, ttl_seconds: float) -> list[int]:
+        """Move pending entries older than the TTL to ``failed`` with the reason (never deleted)."""
+        def work(txn: Txn) -> list[int]:
+            cutoff = _now() - ttl_seconds
+            moved = []
+            for collection in (PENDING, PRICES):
+                for entry in txn.get_many(ENTRIES, list(txn.all(collection))).values():
+                    if entry["status"] != "pending" or entry["created_at"] > cutoff:
+                        continue
+                    job = {"id": txn.next_id(), "entry_id": entry["id"], "kind": entry["kind"],
+                           "name": entry.get("name"), "action": "expire", "into": None, "fields": {},
+                           "created_at": _now(), "attempts": entry.get("attempts", 0),
+                           "last_error": f"pending for more than {ttl_seconds:g} s "
+                                         f"(RECORDHOUND_REVIEW_TTL_SECONDS) without a decision"}
+                    txn.delete(collection, str(entry["id"]))
+                    txn.put(FAILED, str(job["id"]), job)
+                    txn.put(ENTRIES, str(entry["id"]), {**entry, "status": "expired", "decision": job["id"]})
+                    moved.append(int(entry["id"]))
+            return moved
+        return self.store.run(work)
+
+    def counts(self) -> dict[str, int]:
+        def work(txn: Txn) -> dict[str, int]:
+            return {"pending": txn.count(PENDING), "price_changes": txn.count(PRICES),
+                    "approved": txn.count(APPROVED), "processing": txn.count(PROCESSING),
+                    "completed": txn.count(COMPLETED), "failed": txn.count(FAILED),
+                    "parked": txn.count(PARKED), "rejected": txn.count(REJECTED)}
+        return self.store.run(work)
+
+    def rejected(self) -> list[Doc]:
+        return self.store.run(lambda txn: [{"key": k, **v} for k, v in sorted(txn.all(REJECTED).items())])
+
+
+def _check_decision(entry: Doc, action: str, into: int | None, fields: dict[str, str] | None) -> None:
+    allowed = ACTIONS[entry["kind"]]
+    if action not in allowed:
+        raise ReviewError(f"a {entry['kind']} entry can be decided with {', '.join(allowed)}, not {action!r}")
+    if action == "merge" and into is None:
+        raise ReviewError("merge needs the id of the entity to merge into (--into ID)")
+    if action == "edit":
+        unknown = sorted(set(fields or {}) - set(EDITABLE))
+        if unknown or not fields:
+            raise ReviewError(f"edit can set {', '.join(EDITABLE)}; got {', '.join(unknown) or 'nothing'}")
+        if not str(fields.get("name", "")).strip():
+            raise ReviewError("edit: name must not be empty")

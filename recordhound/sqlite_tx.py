@@ -1,0 +1,19 @@
+"""``BEGIN IMMEDIATE`` transactions on a raw sqlite3 connection (autocommit mode): the file's
+write lock is taken at the start, so two processes never both read and then fail to write."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
