@@ -33,11 +33,14 @@ def _ping_redis(url: str) -> None:
     try:
         client.ping()
     except redis.RedisError as exc:
-        raise RecordhoundError(
-            f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset "
-            f"REDIS_URL to use the embedded frontier") from exc
+        raise redis_unreachable(url, exc) from exc
     finally:
         client.close()
+
+
+def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
+    return RecordhoundError(f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset "
+                            f"REDIS_URL to use the embedded frontier")
 
 
 def _connect_database(url: str) -> None:

@@ -28,8 +28,7 @@ from typing import Any
 
 import redis
 
-from recordhound.exceptions import RecordhoundError
-from recordhound.preflight import safe_url
+from recordhound.preflight import redis_unreachable
 from recordhound.frontier import redis_scripts as lua
 from recordhound.frontier.backend import (
     Committed, Counts, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo)
@@ -51,9 +50,7 @@ class RedisFrontier(FrontierBackend):
         try:
             client.ping()
         except redis.RedisError as exc:
-            raise RecordhoundError(
-                f"cannot reach Redis at REDIS_URL={safe_url(self.url)}: {exc}; start Redis or unset "
-                f"REDIS_URL to use the embedded frontier") from exc
+            raise redis_unreachable(self.url, exc) from exc
         self._redis = client
         self._scripts = {name: client.register_script(getattr(lua, name))
                          for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT",

@@ -22,8 +22,8 @@ def _cli(workdir: Path, env: dict[str, str], *args: str, stdin: str = "") -> sub
                           capture_output=True, text=True, timeout=120, env={**os.environ, **env})
 
 
-@pytest.mark.parametrize("kind", ["embedded", "redis"])
-def test_status_then_reset_after_confirmation(kind: str, tmp_path: Path) -> None:
+def _crawl_state(kind: str, tmp_path: Path) -> tuple[FrontierBackend, dict[str, str], list[str]]:
+    """An open frontier of crawl "demo", and the environment and -s options that point the CLI at it."""
     env, extra = {"REDIS_URL": ""}, []
     if kind == "embedded":
         backend: FrontierBackend = SqliteFrontier(str(tmp_path / ".recordhound/frontier/demo.sqlite3"))
@@ -32,6 +32,12 @@ def test_status_then_reset_after_confirmation(kind: str, tmp_path: Path) -> None
         env, extra = {"REDIS_URL": redis_url()}, ["-s", f"RECORDHOUND_REDIS_PREFIX={prefix}"]
         backend = RedisFrontier(redis_url(), f"{prefix}:demo")
     backend.open()
+    return backend, env, extra
+
+
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_status_then_reset_after_confirmation(kind: str, tmp_path: Path) -> None:
+    backend, env, extra = _crawl_state(kind, tmp_path)
     try:
         backend.commit([entry(u) for u in "abcde"], [], [])
         leased = backend.lease("vm-1", 2, 60)
@@ -58,14 +64,7 @@ def test_status_then_reset_after_confirmation(kind: str, tmp_path: Path) -> None
 def test_verify_is_clean_on_consistent_state_and_names_each_inconsistency(kind: str, tmp_path: Path) -> None:
     import redis
 
-    env, extra = {"REDIS_URL": ""}, []
-    if kind == "embedded":
-        backend: FrontierBackend = SqliteFrontier(str(tmp_path / ".recordhound/frontier/demo.sqlite3"))
-    else:
-        prefix = unique_prefix()
-        env, extra = {"REDIS_URL": redis_url()}, ["-s", f"RECORDHOUND_REDIS_PREFIX={prefix}"]
-        backend = RedisFrontier(redis_url(), f"{prefix}:demo")
-    backend.open()
+    backend, env, extra = _crawl_state(kind, tmp_path)
     try:
         backend.commit([entry(u) for u in "abc"], [], [], seeded=True)
         (leased,) = backend.lease("vm-1", 1, 60)
