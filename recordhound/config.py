@@ -128,6 +128,7 @@ class FrontierConfig:
     max_attempts: int
     retry_max_seconds: float
     seen_cache: int
+    call_timeout_seconds: float = 1.0
 
     @property
     def backend(self) -> str:
@@ -152,6 +153,7 @@ class FrontierConfig:
             max_attempts=_positive_int(settings, "RECORDHOUND_FRONTIER_MAX_ATTEMPTS"),
             retry_max_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
             seen_cache=_positive_int(settings, "RECORDHOUND_FRONTIER_SEEN_CACHE"),
+            call_timeout_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS"),
         )
 
 

@@ -102,6 +102,9 @@ class FrontierBackend(ABC):
     def now(self) -> float:
         """The backend's clock (seconds), the one lease expiries are measured against."""
 
+    def limit_wait(self, seconds: float) -> None:
+        """From now on, no call waits longer than ``seconds`` (a lock, a reply); the reactor's calls."""
+
     def is_transient(self, exc: BaseException) -> bool:
         """Whether ``exc`` means "the store is unreachable or busy right now" (pause and retry),
         as opposed to a bug or bad data (fail loudly)."""

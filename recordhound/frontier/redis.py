@@ -45,16 +45,21 @@ class RedisFrontier(FrontierBackend):
         self.keys = {name: f"{prefix}:{name}" for name in names}
 
     def open(self) -> None:
-        client = redis.Redis.from_url(self.url, socket_timeout=self.socket_timeout,
-                                      socket_connect_timeout=self.socket_timeout)
+        client = self._connect()
         try:
             client.ping()
         except redis.RedisError as exc:
+            self.close()
             raise redis_unreachable(self.url, exc) from exc
+
+    def _connect(self) -> redis.Redis:
+        client = redis.Redis.from_url(self.url, socket_timeout=self.socket_timeout,
+                                      socket_connect_timeout=self.socket_timeout)
         self._redis = client
         self._scripts = {name: client.register_script(getattr(lua, name))
                          for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT",
                                      "CLAIM_START", "BEGIN_RESET")}
+        return client
 
     def close(self) -> None:
         if self._redis is not None:
@@ -72,6 +77,12 @@ class RedisFrontier(FrontierBackend):
     def now(self) -> float:
         seconds, micros = self.r.time()
         return seconds + micros / 1e6
+
+    def limit_wait(self, seconds: float) -> None:
+        """A new client whose socket timeout is ``seconds`` (the open one waited longer)."""
+        old, self.socket_timeout = self.r, seconds
+        self._connect()
+        old.close()
 
     def is_transient(self, exc: BaseException) -> bool:
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError):

@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 COUNTS_TTL_SECONDS = 0.5
 RECLAIM_EVERY_SECONDS = 5.0
 ORPHAN_TICKS = 3  # ticks the engine must be idle before a handed-out request counts as orphaned
+OPEN_TIMEOUT_SECONDS = 30.0  # opening runs on a thread: it may wait for a lock or a slow reset
 RESET_WAIT_SECONDS = 0.2  # how often a starting node looks whether another one's reset is done
 STAT = "recordhound/frontier/"
 
@@ -95,7 +96,7 @@ class FrontierScheduler:
         self.spider = spider
         profile = getattr(spider, "profile", None)
         crawl = self.config.crawl_id or (profile.name if profile is not None else spider.name)
-        self.backend = make_backend(self.config, crawl)
+        self.backend = make_backend(self.config, crawl, timeout=OPEN_TIMEOUT_SECONDS)
         deferred: Deferred[None] = threads.deferToThread(self._open_backend, crawl)
         deferred.addCallback(self._opened, crawl)
         return deferred
@@ -104,6 +105,7 @@ class FrontierScheduler:
         assert self.backend is not None
         self.backend.open()
         self._begin(crawl)
+        self.backend.limit_wait(self.config.call_timeout_seconds)  # from here on, calls on the reactor
 
     def _opened(self, _: None, crawl: str) -> None:
         self._is_open = True
@@ -116,7 +118,7 @@ class FrontierScheduler:
         self._tick.start(self.config.flush_seconds, now=False)
 
     def _second_backend(self, crawl: str) -> FrontierBackend:
-        backend = make_backend(self.config, crawl)
+        backend = make_backend(self.config, crawl, timeout=self.config.lease_seconds / 4)
         backend.open()
         return backend
 

@@ -33,14 +33,14 @@ CURRENT = "id = ? AND attempts = ? AND owner IS NOT NULL"  # the lease named by 
 
 
 class SqliteFrontier(FrontierBackend):
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, timeout: float = 30.0) -> None:
+        self.path, self.timeout = path, timeout  # timeout: the longest wait for the file's write lock
         self._db: sqlite3.Connection | None = None
 
     def open(self) -> None:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
@@ -63,6 +63,10 @@ class SqliteFrontier(FrontierBackend):
         if delta:
             db.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
                        (name, delta, delta))
+
+    def limit_wait(self, seconds: float) -> None:
+        assert self._db is not None
+        self._db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
     def is_transient(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError)  # locked, busy, disk I/O

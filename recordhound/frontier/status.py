@@ -43,7 +43,7 @@ def describe(backend: FrontierBackend, crawl: str) -> dict[str, Any]:
 
 
 def status(config: FrontierConfig, crawl: str) -> dict[str, Any]:
-    backend = make_backend(config, crawl)
+    backend = make_backend(config, crawl, timeout=30.0)
     backend.open()
     try:
         return describe(backend, crawl)
@@ -52,7 +52,7 @@ def status(config: FrontierConfig, crawl: str) -> dict[str, Any]:
 
 
 def reset(config: FrontierConfig, crawl: str) -> None:
-    backend = make_backend(config, crawl)
+    backend = make_backend(config, crawl, timeout=30.0)
     backend.open()
     try:
         backend.reset()
@@ -62,7 +62,7 @@ def reset(config: FrontierConfig, crawl: str) -> None:
 
 def verify(config: FrontierConfig, crawl: str) -> list[str]:
     """The backend's own consistency checks, plus what must hold for the crawl as a whole."""
-    backend = make_backend(config, crawl)
+    backend = make_backend(config, crawl, timeout=30.0)
     backend.open()
     try:
         problems = backend.verify()

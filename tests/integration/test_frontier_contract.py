@@ -183,3 +183,23 @@ def _reopen(backend: FrontierBackend, tmp_path: Path) -> FrontierBackend:
         other = RedisFrontier(backend.url, backend.prefix)
     other.open()
     return other
+
+
+def test_a_call_on_the_reactor_waits_a_bounded_time_then_counts_as_an_outage(
+    backend: FrontierBackend, tmp_path: Path,
+) -> None:
+    backend.limit_wait(0.2)
+    assert backend.commit([entry("a")], [], []).queued == 1  # a new client, or the same file, works
+    if not isinstance(backend, SqliteFrontier):
+        return  # Redis: the socket timeout is the bound (a frozen Redis is in test_redis_restart.py)
+    import sqlite3
+
+    holder = sqlite3.connect(backend.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError) as raised:
+        backend.commit([entry("b")], [], [])
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert time.monotonic() - started < 2 and backend.is_transient(raised.value)
+    assert backend.commit([entry("b")], [], []).queued == 1
