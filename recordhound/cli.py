@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -364,6 +365,31 @@ def demo(releases: int, seed: int, epoch: int, review: bool, scrapy_args: tuple[
         click.echo("next: `recordhound review list` shows what waits for a decision; "
                    "`recordhound review approve ID` then `recordhound apply` writes it", err=True)
     raise SystemExit(code)
+
+
+@main.command("apply")
+@setting_option
+@click.option("--follow", is_flag=True, help="keep running and apply decisions as they come")
+def apply_command(follow: bool) -> None:
+    """Carry out the approved decisions: product-DB writes, then completed (or failed)."""
+    from recordhound.config import ReviewConfig, StoreConfig
+    from recordhound.db.migrate import open_database
+    from recordhound.catalog.apply import ApplyWorker
+    from recordhound.catalog.writer import open_writer
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    project = current_settings()
+    store, review_config = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
+    engine = open_database(store.database_url)
+    writer = open_writer(engine, store, review_config, trusted=False)
+    queue = writer.queue
+    worker = ApplyWorker(engine, queue, writer, review_config)
+    try:
+        counts = worker.run(follow=follow)
+    except KeyboardInterrupt:
+        counts = worker.counts
+    click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
+               f"({review_config.backend} queue)")
 
 
 def _register_review() -> None:

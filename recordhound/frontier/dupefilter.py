@@ -14,8 +14,6 @@ from scrapy import Request
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from recordhound.frontier.backend import FrontierBackend
-
 logger = logging.getLogger(__name__)
 FINGERPRINT_BYTES = 8  # 64 bits: about 1 collision in 3 million crawls of 10 million URLs
 
@@ -24,7 +22,6 @@ class FrontierDupeFilter:
     def __init__(self, crawler: Crawler, debug: bool) -> None:
         self.fingerprinter = crawler.request_fingerprinter
         self.debug = debug
-        self.backend: FrontierBackend | None = None  # attached by the scheduler when it opens
         self._logged = False
 
     @classmethod
@@ -33,10 +30,6 @@ class FrontierDupeFilter:
 
     def fingerprint(self, request: Request) -> bytes:
         return self.fingerprinter.fingerprint(request)[:FINGERPRINT_BYTES]
-
-    def request_seen(self, request: Request) -> bool:
-        """Whether the frontier has already queued this request (read-only)."""
-        return self.backend is not None and self.backend.is_seen(self.fingerprint(request))
 
     def log(self, request: Request) -> None:
         if self.debug:

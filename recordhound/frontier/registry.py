@@ -2,25 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from weakref import WeakKeyDictionary
+
+from recordhound.frontier.outcomes import Outcomes
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from recordhound.frontier.scheduler import FrontierScheduler
 
-_schedulers: WeakKeyDictionary[Crawler, FrontierScheduler] = WeakKeyDictionary()
+class Frontier(Protocol):
+    """What the middleware and the spider's errbacks need of the scheduler (no import of it)."""
+
+    outcomes: Outcomes
+
+    def claim_start(self) -> str: ...
+
+    def start_finished(self) -> None: ...
+
+
+_schedulers: WeakKeyDictionary[Crawler, Frontier] = WeakKeyDictionary()
 
 FRONTIER_ID = "recordhound_frontier_id"  # request.meta key of a leased request's id
 PARENT_ID = "recordhound_parent_id"  # request.meta key of a yielded request: its parent's id (popped)
 
 
-def register(crawler: Crawler, scheduler: FrontierScheduler) -> None:
+def register(crawler: Crawler, scheduler: Frontier) -> None:
     _schedulers[crawler] = scheduler
 
 
-def lookup(crawler: Crawler) -> FrontierScheduler | None:
+def lookup(crawler: Crawler) -> Frontier | None:
     return _schedulers.get(crawler)
 
 

@@ -109,7 +109,6 @@ class FrontierScheduler:
 
     def _opened(self, _: None, crawl: str) -> None:
         self._is_open = True
-        self.df.backend = self.backend
         registry.register(self.crawler, self)
         self._renewer = Renewer(lambda: self._second_backend(crawl), self.node, self.token,
                                 self.config.lease_seconds)

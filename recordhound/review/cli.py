@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -150,32 +149,7 @@ def review_retry(job_id: int) -> None:
     where = "pending" if job["action"] == "expire" else "the approved queue"
     click.echo(f"job {job_id}: back in {where}")
 
-@click.command("apply")
-@setting_option
-@click.option("--follow", is_flag=True, help="keep running and apply decisions as they come")
-def apply_command(follow: bool) -> None:
-    """Carry out the approved decisions: product-DB writes, then completed (or failed)."""
-    from recordhound.config import ReviewConfig, StoreConfig
-    from recordhound.db.migrate import open_database
-    from recordhound.catalog.apply import ApplyWorker
-    from recordhound.catalog.writer import open_writer
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    project = current_settings()
-    store, review_config = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
-    engine = open_database(store.database_url)
-    writer = open_writer(engine, store, review_config, trusted=False)
-    queue = writer.queue
-    worker = ApplyWorker(engine, queue, writer, review_config)
-    try:
-        counts = worker.run(follow=follow)
-    except KeyboardInterrupt:
-        counts = worker.counts
-    click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
-               f"({review_config.backend} queue)")
-
 
 def register(main: click.Group) -> None:
-    """`recordhound review ...` and `recordhound apply`."""
+    """`recordhound review ...` (`recordhound apply`, which runs the catalog's apply worker, is in ``cli.py``)."""
     main.add_command(review)
-    main.add_command(apply_command)
