@@ -24,7 +24,7 @@ def test_db_imports_neither_review_nor_catalog() -> None:
     assert {p: n for p, n in upward.items() if n} == {}
 
 
-def test_review_imports_the_catalog_layer_only_from_its_command_line() -> None:
+def test_review_imports_nothing_from_the_catalog_layer() -> None:
     users = {path for path, names in imports_of("review").items()
              if any(n.startswith("recordhound.catalog") for n in names)}
     assert users == set()  # `recordhound apply` (in cli.py) runs the catalog's apply worker
