@@ -64,9 +64,9 @@ class CatalogWriter:
         todo = list({item.external_id: item for item in items}.values())
         result = BatchResult(items=len(todo))
         name = self._source_name(source_id)
-        invalid = [(item, reason) for item in todo if (reason := validate.problem(item)) is not None]
-        self._reject(source_id, name, invalid, result)
-        valid = [item for item in todo if validate.problem(item) is None]
+        problems = [(item, validate.problem(item)) for item in todo]  # each item checked once
+        self._reject(source_id, name, [(item, reason) for item, reason in problems if reason is not None], result)
+        valid = [item for item, reason in problems if reason is None]
         try:
             self._write_valid(source_id, name, valid, trust, result)
         except Exception as exc:
