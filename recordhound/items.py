@@ -37,6 +37,7 @@ class RawRelease:
     currency: str | None = None
     in_stock: str | None = None
     line: int | None = None  # file sources: the 1-based line (data row) the item came from
+    structured: list[str] = field(default_factory=list)  # fields read from the page's structured data
 
 
 @dataclass

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from recordhound.exceptions import FieldError
 from recordhound.items import FieldProblem, RawRelease, Release
-from recordhound.prices import parse_price
+from recordhound.prices import ImplausiblePrice, parse_price
 from recordhound.sources.profile import Profile
 from recordhound.text import DEFAULT_NAME_SEPARATORS, clean, parse_bool, parse_year, split_names
 
@@ -18,6 +18,7 @@ class Outcome:
     release: Release | None
     problems: list[FieldProblem] = field(default_factory=list)
     rejected: str | None = None  # why the item cannot be stored
+    implausible: ImplausiblePrice | None = None  # the price that got it rejected, with what it read as
 
 
 def normalize_release(raw: RawRelease, profile: Profile) -> Outcome:
@@ -46,7 +47,11 @@ def normalize_release(raw: RawRelease, profile: Profile) -> Outcome:
     release.in_stock = parse_bool(raw.in_stock)
     if raw.in_stock and release.in_stock is None:
         problem("in_stock", f"cannot tell stock from {raw.in_stock!r}")
-    _price(raw, profile, release, problem)
+    try:
+        _price(raw, profile, release, problem)
+    except ImplausiblePrice as exc:  # a wrong number is worse than none: the item waits for a fix
+        problem("price", str(exc))
+        return Outcome(None, problems, f"implausible price: {exc}", exc)
     return Outcome(release, problems)
 
 
@@ -57,9 +62,12 @@ def _price(raw: RawRelease, profile: Profile, release: Release, problem: Callabl
         money = parse_price(
             raw.price, currency_text=clean(raw.currency),
             default_currency=profile.price.default_currency,
-            decimal_separator=profile.price.decimal_separator,
             symbols=dict(profile.price.currency_symbols),
+            rule_for=profile.price.rule_for,
+            schema_number="price" in raw.structured,
         )
+    except ImplausiblePrice:
+        raise
     except FieldError as exc:
         problem("price", str(exc))
         return

@@ -77,14 +77,18 @@ def parse_year(value: str | None) -> int | None:
     return int(found.group(1)) if found else None
 
 
-_TRUE = {"true", "yes", "1", "in stock", "available", "instock", "in_stock"}
-_FALSE = {"false", "no", "0", "out of stock", "sold out", "unavailable", "outofstock", "out_of_stock"}
+_TRUE = {"true", "yes", "1", "in stock", "available", "instock", "in_stock",
+         "limitedavailability", "onlineonly", "instoreonly"}  # the last three: schema.org ItemAvailability
+_FALSE = {"false", "no", "0", "out of stock", "sold out", "unavailable", "outofstock", "out_of_stock",
+          "soldout", "discontinued", "preorder", "presale", "backorder"}
 
 
 def parse_bool(value: str | None) -> bool | None:
     """Stock flags as shops write them; ``None`` when the text says neither."""
     if value is None:
         return None
+    if "schema.org/" in value:  # "https://schema.org/InStock"
+        value = value.rstrip("/").rsplit("/", 1)[1]
     text = fold(value)
     if text in _TRUE or value.strip().lower() in _TRUE:
         return True

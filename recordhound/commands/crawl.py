@@ -44,15 +44,27 @@ def user_error(exc: BaseException | None) -> RecordhoundError | None:
 
 
 class Command(ScrapyCrawl):
+    _preflight: RecordhoundError | None = None
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Check before Scrapy starts its crawler process, so a failed check is the only output
+        (not after Scrapy's start-up banner); at DEBUG level the banner stays."""
+        super().process_options(args, opts)
+        assert self.settings is not None
+        try:
+            preflight.check(self.settings, opts.spargs)
+        except RecordhoundError as exc:
+            self._preflight = exc
+            if self.settings.get("LOG_LEVEL") != "DEBUG":
+                self.settings.set("LOG_LEVEL", "ERROR", priority="cmdline")
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give exactly one spider: scrapy crawl catalog -a source=NAME")
         assert self.crawler_process is not None and self.settings is not None
         self._error: RecordhoundError | None = None
-        try:
-            preflight.check(self.settings, opts.spargs)
-        except RecordhoundError as exc:
-            self._report(exc, exc)
+        if self._preflight is not None:
+            self._report(self._preflight, self._preflight)
             self.exitcode = 1
             return
         crawler = self._create_crawler(args[0])

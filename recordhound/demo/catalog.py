@@ -81,7 +81,7 @@ class Catalog:
         title = names.NON_UTF8_TITLE if fault == "non_utf8" else names.release_title(rng)
         return Product(
             sku=f"DR-{index:06d}",
-            path=f"/release/{index:06d}-{_slug(title)}",
+            path=f"/release/{index:06d}-{slug(title)}",
             release=index,
             title=title,
             artists=spellings,
@@ -213,7 +213,7 @@ def _unstorable_products(model: Product) -> list[Product]:
     return [long_url, long_field, bad_bytes]
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "release"
 
 

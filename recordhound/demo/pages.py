@@ -21,6 +21,8 @@ def price_text(amount: Decimal | None, currency: str, fmt: str) -> str:
     dotted = f"{amount:,.2f}"  # 1,299.00
     comma = dotted.replace(",", " ").replace(".", ",")  # 1 299,00
     return {
+        "eur_dotted": f"{comma.replace(' ', '.')} €",  # 1.299,00 €
+        "gbp": f"£{dotted}",
         "eur_symbol": f"€{comma.replace(' ', '')}",
         "eur_code": f"{amount:.2f} EUR",
         "eur_suffix": f"{comma} €",

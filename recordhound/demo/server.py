@@ -16,6 +16,7 @@ from typing import Any
 from recordhound.demo import feeds
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.jsite import build_js_site
+from recordhound.demo.ldsite import build_ld_site
 from recordhound.demo.site import Page, build_site, not_found
 from recordhound.demo.truth import build_truth
 
@@ -28,7 +29,7 @@ class DemoShop:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self.site = {**build_site(catalog), **build_js_site(catalog)}
+        self.site = {**build_site(catalog), **build_js_site(catalog), **build_ld_site(catalog)}
         self.hits: Counter[str] = Counter()
         self.flaky_path = next((p.path for p in catalog.products if p.fault == "flaky"), None)
         self._generated: dict[str, Page] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from recordhound.demo import pages
+from recordhound.demo.ldsite import ld_products
 from recordhound.demo.catalog import Catalog, Product
 
 
@@ -42,6 +43,23 @@ def changed_offers(catalog: Catalog) -> list[dict[str, Any]]:
     return changed
 
 
+def _counts(catalog: Catalog, stored: list[Product]) -> dict[str, int]:
+    return {
+        "releases": len({p.release for p in stored}),
+        "offers": len(stored),
+        "artists": len({i for p in stored for i in p.artist_ids}),
+        "labels": len({p.label_id for p in stored}),
+        "styles": len({i for p in stored for i in p.style_ids}),
+        "offers_without_price": sum(1 for p in stored if catalog.price(p) is None),
+    }
+
+
+def section_truth(catalog: Catalog, products: list[Product]) -> dict[str, Any]:
+    """A section crawled on its own (a source of its own, into a database of its own)."""
+    return {"counts": {**_counts(catalog, products), "rejected": 0, "invalid": 0}, "faults": {},
+            "offers": [_offer(catalog, p) for p in products]}
+
+
 def build_truth(catalog: Catalog) -> dict[str, Any]:
     stored = catalog.products
     faults = {p.fault: p.path for p in stored if p.fault}
@@ -58,16 +76,12 @@ def build_truth(catalog: Catalog) -> dict[str, Any]:
         "epoch": catalog.epoch,
         "releases": catalog.releases,
         "counts": {
-            "releases": len({p.release for p in stored}),
-            "offers": len(stored),
-            "artists": len({i for p in stored for i in p.artist_ids}),
-            "labels": len({p.label_id for p in stored}),
-            "styles": len({i for p in stored for i in p.style_ids}),
-            "offers_without_price": sum(1 for p in stored if catalog.price(p) is None),
+            **_counts(catalog, stored),
             "rejected": 1,
             "invalid": len(catalog.unstorable),  # too long for a column, or bytes that are not UTF-8: rejected
         },
         "faults": faults,
         "offers": [_offer(catalog, p) for p in stored],
         "changed_offers": changed_offers(catalog),
+        "sections": {"ld": section_truth(catalog, ld_products(catalog))},  # /ld/: structured data only
     }

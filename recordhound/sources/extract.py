@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from scrapy.http import TextResponse
 
 from recordhound.items import RawRelease
-from recordhound.sources.profile import MANY_FIELDS, FieldSpec, Profile, SelectorSpec
+from recordhound.sources.profile import MANY_FIELDS, STRUCTURED_KINDS, FieldSpec, Profile, SelectorSpec
+from recordhound.sources.structured import StructuredData
 from recordhound.text import clean
 
 
@@ -19,16 +20,31 @@ class FieldMatch:
     selector: SelectorSpec | None
     tried: tuple[SelectorSpec, ...]
 
+    @property
+    def structured(self) -> bool:
+        return self.selector is not None and self.selector.kind in STRUCTURED_KINDS
 
-def select_all(response: TextResponse, selector: SelectorSpec) -> list[str]:
-    found = response.css(selector.query) if selector.kind == "css" else response.xpath(selector.query)
-    return [v for v in (clean(x) for x in found.getall()) if v]
+
+def select_all(response: TextResponse, selector: SelectorSpec, data: StructuredData | None = None) -> list[str]:
+    if selector.kind in STRUCTURED_KINDS:
+        found = data.search(selector.kind, selector.query) if data is not None else []
+    elif selector.kind == "css":
+        found = response.css(selector.query).getall()
+    else:
+        found = response.xpath(selector.query).getall()
+    return [v for v in (clean(x) for x in found) if v]
 
 
-def match_field(response: TextResponse, spec: FieldSpec) -> FieldMatch:
+def structured_data(response: TextResponse, profile: Profile) -> StructuredData:
+    """The page's structured data, read once for all fields (nothing when no field uses it)."""
+    kinds = profile.structured_kinds
+    return StructuredData.of(response, kinds) if kinds else StructuredData()
+
+
+def match_field(response: TextResponse, spec: FieldSpec, data: StructuredData | None = None) -> FieldMatch:
     """The first selector that finds something wins; the others are fallbacks."""
     for selector in spec.selectors:
-        values = select_all(response, selector)
+        values = select_all(response, selector, data)
         if values:
             return FieldMatch(values, selector, spec.selectors)
     return FieldMatch([], None, spec.selectors)
@@ -39,12 +55,15 @@ def extract_links(response: TextResponse, selectors: tuple[SelectorSpec, ...]) -
     return list(dict.fromkeys(urls))
 
 
-def extract_release(response: TextResponse, profile: Profile) -> RawRelease:
+def extract_release(response: TextResponse, profile: Profile, data: StructuredData | None = None) -> RawRelease:
+    data = data if data is not None else structured_data(response, profile)
     raw = RawRelease(source=profile.name, url=response.url)
     for name, spec in profile.fields.items():
-        values = match_field(response, spec).values
+        found = match_field(response, spec, data)
         if name in MANY_FIELDS:
-            setattr(raw, name, values)
-        elif values:
-            setattr(raw, name, " ".join(values))
+            setattr(raw, name, found.values)
+        elif found.values:
+            setattr(raw, name, " ".join(found.values))
+        if found.structured:
+            raw.structured.append(name)
     return raw

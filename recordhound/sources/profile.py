@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from recordhound.prices import PriceRule
+
 LINK_KINDS = ("pagination", "listing", "product")
 FILE_KINDS = ("csv", "xlsx", "json")
 RENDER_KINDS = ("start", *LINK_KINDS)  # "start": the start_urls
@@ -15,11 +17,14 @@ FIELD_NAMES = (
 )
 REQUIRED_FIELDS = ("title", "artists")
 MANY_FIELDS = ("artists", "styles")
+STRUCTURED_KINDS = ("jsonld", "microdata", "opengraph", "rdfa")  # JMESPath over extruct's output
+SELECTOR_KINDS = ("css", "xpath", *STRUCTURED_KINDS)
 
 
 @dataclass(frozen=True)
 class SelectorSpec:
-    """One selector: ``kind`` is "css" or "xpath" (or "column" in a file source)."""
+    """One selector: ``kind`` is "css", "xpath", a structured-data syntax with a JMESPath
+    ``query`` (:data:`STRUCTURED_KINDS`), or "column" in a file source."""
 
     kind: str
     query: str
@@ -46,8 +51,13 @@ class LinkSpec:
 @dataclass(frozen=True)
 class PriceSpec:
     default_currency: str | None = None
-    decimal_separator: str | None = None
+    rule: PriceRule = PriceRule()  # for every currency
+    currencies: Mapping[str, PriceRule] = field(default_factory=lambda: MappingProxyType({}))
     currency_symbols: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def rule_for(self, currency: str) -> PriceRule:
+        own = self.currencies.get(currency)
+        return own.over(self.rule) if own else self.rule
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,12 @@ class Profile:
     trusted: bool = False
     location: str = ""  # file sources: the file's path
     render: Mapping[str, RenderSpec] = field(default_factory=lambda: MappingProxyType({}))
+    structured: str | None = None  # "schema.org": unnamed fields come from the page's markup
+
+    @property
+    def structured_kinds(self) -> frozenset[str]:
+        """The structured-data syntaxes any field reads (extracted once per page)."""
+        return frozenset(s.kind for f in self.fields.values() for s in f.selectors if s.kind in STRUCTURED_KINDS)
 
     def field(self, name: str) -> FieldSpec | None:
         return self.fields.get(name)

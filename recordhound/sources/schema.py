@@ -10,10 +10,15 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlparse
 
+from decimal import Decimal, InvalidOperation
+
+from jmespath.exceptions import JMESPathError
 from lxml import etree
 from parsel.csstranslator import HTMLTranslator
 
 from recordhound.exceptions import ProfileError
+from recordhound.prices import DECIMAL_SEPARATORS, THOUSANDS_SEPARATORS, PriceRule
+from recordhound.sources import schema_org
 from recordhound.sources.profile import (
     FIELD_NAMES,
     FILE_KINDS,
@@ -23,14 +28,17 @@ from recordhound.sources.profile import (
     FieldSpec,
     LinkSpec,
     RENDER_KINDS,
+    SELECTOR_KINDS,
+    STRUCTURED_KINDS,
     PriceSpec,
     Profile,
     RenderSpec,
     SelectorSpec,
 )
+from recordhound.sources.structured import compiled
 
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
-            "render"}
+            "render", "structured"}
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
 _CSS = HTMLTranslator()
@@ -95,6 +103,10 @@ def build_profile(path: str, document: Any) -> Profile:
         return _file_profile(root, path, kind)
     root.mapping(TOP_KEYS)
     base_url = _base_url(root.child("base_url"))
+    structured = root.child("structured").string(required=False)
+    if structured is not None and structured not in schema_org.STANDARDS:
+        raise root.fail(f"unknown structured data standard {structured!r}; expected one of "
+                        f"{list(schema_org.STANDARDS)}", "structured")
     return Profile(
         name=root.child("name").string() or "",
         path=path,
@@ -102,11 +114,12 @@ def build_profile(path: str, document: Any) -> Profile:
         base_url=base_url,
         start_urls=root.child("start_urls").strings(),
         links=MappingProxyType(_links(root.child("links"))),
-        fields=MappingProxyType(_fields(root.child("fields"))),
+        fields=MappingProxyType(_fields(root.child("fields"), structured)),
         price=_price(root.child("price")),
         allowed_domains=_domains(root.child("allowed_domains")),
         trusted=root.child("trusted").boolean(False),
         render=MappingProxyType(_render(root.child("render"))),
+        structured=structured,
     )
 
 
@@ -174,17 +187,17 @@ def _domains(doc: _Doc) -> tuple[str, ...]:
     return () if doc.value is None else doc.strings()
 
 
-def _selectors(doc: _Doc) -> tuple[SelectorSpec, ...]:
-    """``"css"`` shorthand, or a mapping with ``css`` and/or ``xpath`` (string or list)."""
+def _selectors(doc: _Doc, kinds: tuple[str, ...] = ("css", "xpath")) -> tuple[SelectorSpec, ...]:
+    """``"css"`` shorthand, or a mapping of selector kinds (each a string or a list), tried in
+    the order written: e.g. ``{jsonld: "offers.price", css: ".price::text"}``."""
     if isinstance(doc.value, str):
         return (_checked(doc, "css", doc.value),)
-    spec = doc.mapping({"css", "xpath", "priority", "required", "split"})
+    spec = doc.mapping({*kinds, "priority", "required", "split"})
     found: list[SelectorSpec] = []
-    for kind in ("css", "xpath"):
-        if spec.get(kind) is not None:
-            found += [_checked(doc.child(kind), kind, q) for q in doc.child(kind).strings()]
+    for kind in (k for k in spec if k in kinds and spec[k] is not None):
+        found += [_checked(doc.child(kind), kind, q) for q in doc.child(kind).strings()]
     if not found:
-        raise doc.fail("needs a selector: a css or xpath key")
+        raise doc.fail(f"needs a selector: one of the keys {list(kinds)}")
     return tuple(found)
 
 
@@ -192,10 +205,13 @@ def _checked(doc: _Doc, kind: str, query: str) -> SelectorSpec:
     try:
         if kind == "css":
             _CSS.css_to_xpath(query)
-        else:
+        elif kind == "xpath":
             etree.XPath(query)
-    except Exception as exc:  # cssselect and lxml raise several unrelated types
-        raise doc.fail(f"invalid {kind} selector {query!r}: {exc}") from exc
+        else:
+            compiled(query)
+    except (JMESPathError, Exception) as exc:  # cssselect, lxml and jmespath raise unrelated types
+        what = "JMESPath" if kind in STRUCTURED_KINDS else "selector"
+        raise doc.fail(f"invalid {kind} {what} {query!r}: {str(exc).splitlines()[0].removesuffix(', for expression:')}") from exc
     return SelectorSpec(kind, query)
 
 
@@ -212,13 +228,17 @@ def _links(doc: _Doc) -> dict[str, LinkSpec]:
     return links
 
 
-def _fields(doc: _Doc) -> dict[str, FieldSpec]:
+def _fields(doc: _Doc, structured: str | None) -> dict[str, FieldSpec]:
+    if structured and doc.value is None:
+        doc = _Doc(doc.path, doc.key, {})
     doc.mapping(set(FIELD_NAMES))
     missing = [name for name in REQUIRED_FIELDS if doc.value.get(name) is None]
-    if missing:
-        raise doc.fail(f"required field is missing (needed: {list(REQUIRED_FIELDS)})",
-                       f"{doc.key}.{missing[0]}")
+    if missing and not structured:
+        raise doc.fail(f"required field is missing (needed: {list(REQUIRED_FIELDS)}; or say "
+                       f"'structured: schema.org' to read fields from the page's markup)", f"{doc.key}.{missing[0]}")
     fields = {}
+    if structured:  # in FIELD_NAMES order; the profile's own specs replace these below
+        fields = {name: schema_org.default_field(name, name in REQUIRED_FIELDS) for name in FIELD_NAMES}
     for name, value in doc.value.items():
         child = doc.child(name)
         options = value if isinstance(value, dict) else {}
@@ -227,28 +247,59 @@ def _fields(doc: _Doc) -> dict[str, FieldSpec]:
             raise child.fail(f"'split' only applies to {list(MANY_FIELDS)}", f"{child.key}.split")
         required = _Doc(doc.path, f"{child.key}.required", options.get("required")).boolean(
             name in REQUIRED_FIELDS)
-        fields[name] = FieldSpec(name, _selectors(child), required, split)
+        fields[name] = FieldSpec(name, _selectors(child, SELECTOR_KINDS), required, split)
     return fields
 
 
 def _price(doc: _Doc) -> PriceSpec:
+    """``price: {default_currency, decimal_separator, thousands_separator, range, currency_symbols,
+    currencies: {GBP: {decimal_separator, thousands_separator, range}}}``"""
     if doc.value is None:
         return PriceSpec()
-    spec = doc.mapping({"default_currency", "decimal_separator", "currency_symbols"})
+    rule_keys = {"decimal_separator", "thousands_separator", "range"}
+    spec = doc.mapping({"default_currency", "currency_symbols", "currencies", *rule_keys})
     currency = doc.child("default_currency").string(required=False)
-    if currency is not None and not (len(currency) == 3 and currency.isalpha() and currency.isupper()):
-        raise doc.fail(f"expected an ISO 4217 code such as EUR, got {currency!r}",
-                       f"{doc.key}.default_currency")
-    separator = doc.child("decimal_separator").string(required=False)
-    if separator is not None and separator not in (".", ","):
-        raise doc.fail(f"expected '.' or ',', got {separator!r}", f"{doc.key}.decimal_separator")
+    if currency is not None:
+        _iso(doc.child("default_currency"), currency)
     symbols = spec.get("currency_symbols") or {}
     if not isinstance(symbols, dict) or not all(
         isinstance(k, str) and isinstance(v, str) and len(v) == 3 for k, v in symbols.items()
     ):
         raise doc.fail("expected a mapping of symbol → ISO code, e.g. {'$': USD}",
                        f"{doc.key}.currency_symbols")
-    return PriceSpec(currency, separator, MappingProxyType(dict(symbols)))
+    currencies = doc.child("currencies")
+    rules = {}
+    for code in (currencies.mapping() if currencies.value is not None else {}):
+        child = currencies.child(str(code))
+        _iso(child, str(code))
+        child.mapping(rule_keys)
+        rules[str(code)] = _price_rule(child)
+    return PriceSpec(currency, _price_rule(doc), MappingProxyType(rules), MappingProxyType(dict(symbols)))
+
+
+def _iso(doc: _Doc, code: str) -> None:
+    if not (len(code) == 3 and code.isalpha() and code.isupper()):
+        raise doc.fail(f"expected an ISO 4217 code such as EUR, got {code!r}")
+
+
+def _price_rule(doc: _Doc) -> PriceRule:
+    decimal = doc.child("decimal_separator").string(required=False)
+    if decimal is not None and decimal not in DECIMAL_SEPARATORS:
+        raise doc.fail(f"expected one of {list(DECIMAL_SEPARATORS)}, got {decimal!r}", f"{doc.key}.decimal_separator")
+    thousands = doc.child("thousands_separator").value
+    if thousands is not None and (thousands not in THOUSANDS_SEPARATORS or thousands == decimal):
+        raise doc.fail(f"expected one of {list(THOUSANDS_SEPARATORS)}, not the decimal separator, got {thousands!r}",
+                       f"{doc.key}.thousands_separator")
+    bounds = doc.child("range").value
+    if bounds is None:
+        return PriceRule(decimal, thousands)
+    try:
+        low, high = (Decimal(str(b)) for b in bounds) if isinstance(bounds, list) and len(bounds) == 2 else (None, None)
+    except InvalidOperation:
+        low = high = None
+    if low is None or high is None or not Decimal(0) <= low < high:
+        raise doc.fail(f"expected [lowest, highest] with 0 <= lowest < highest, got {bounds!r}", f"{doc.key}.range")
+    return PriceRule(decimal, thousands, (low, high))
 
 
 def with_base_url(profile: Profile, base_url: str) -> Profile:

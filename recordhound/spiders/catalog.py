@@ -20,7 +20,7 @@ from recordhound.exceptions import ConfigError, ProfileError
 from recordhound.frontier.registry import report_failure
 from recordhound.middlewares.render import RENDER_META, enable_rendering
 from recordhound.sources import Profile, load_profile
-from recordhound.sources.extract import extract_links, extract_release
+from recordhound.sources.extract import extract_links, extract_release, structured_data
 from recordhound.sources.schema import with_base_url
 
 if TYPE_CHECKING:
@@ -89,7 +89,10 @@ class CatalogSpider(scrapy.Spider):
             assert self.crawler is not None
             record_error(self.crawler, "invalid_encoding", response.url, problem)
             return
-        yield extract_release(response, self.profile)
+        data = structured_data(response, self.profile)
+        for problem in data.problems:  # the selectors and the other syntaxes still have their say
+            record_error(self.crawler, "structured_data", response.url, problem)  # type: ignore[arg-type]
+        yield extract_release(response, self.profile, data)
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on errback failures

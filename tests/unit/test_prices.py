@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 
 import pytest
 
 from recordhound.exceptions import FieldError
-from recordhound.prices import parse_price
+from recordhound.prices import AmbiguousPrice, ImplausiblePrice, PriceRule, parse_price
 
 
 @pytest.mark.parametrize(("text", "amount", "currency"), [
@@ -36,3 +37,51 @@ def test_currency_hint_and_default() -> None:
 def test_unparseable_prices_say_why(text: str | None, problem: str) -> None:
     with pytest.raises(FieldError, match=problem):
         parse_price(text)
+
+
+def _rules(**by_currency: PriceRule) -> Callable[[str], PriceRule]:
+    return lambda code: by_currency.get(code, PriceRule())
+
+
+@pytest.mark.parametrize(("text", "amount", "currency"), [
+    ("1.234,56 €", "1234.56", "EUR"),
+    ("£1,234.56", "1234.56", "GBP"),
+    ("1,234,567 ₽", "1234567.00", "RUB"),
+    ("15,44 €", "15.44", "EUR"),
+])
+def test_separators_the_text_proves_are_detected(text: str, amount: str, currency: str) -> None:
+    money = parse_price(text, rule_for=_rules(RUB=PriceRule(range=(Decimal(1), Decimal(10**7)))))
+    assert (money.amount, money.currency) == (Decimal(amount), currency)
+
+
+def test_an_ambiguous_price_is_a_problem_not_a_guess() -> None:
+    with pytest.raises(AmbiguousPrice, match=r"'1.234 €'.*price.currencies.EUR.decimal_separator"):
+        parse_price("1.234 €")
+    assert parse_price("1.234 €", rule_for=_rules(EUR=PriceRule(","))).amount == Decimal("1234.00")
+
+
+def test_a_wrong_decimal_separator_is_implausible_not_100_times_the_price() -> None:
+    wrong = _rules(EUR=PriceRule(","), GBP=PriceRule(","))
+    assert parse_price("15,44 €", rule_for=wrong).amount == Decimal("15.44")
+    with pytest.raises(ImplausiblePrice, match="does not fit the decimal separator ','") as caught:
+        parse_price("£34.25", rule_for=wrong)
+    assert (caught.value.amount, caught.value.currency) == (Decimal("3425"), "GBP")
+    right = _rules(EUR=PriceRule(","), GBP=PriceRule("."))
+    assert parse_price("£34.25", rule_for=right).amount == Decimal("34.25")
+
+
+def test_an_explicit_currency_beats_the_symbol_and_picks_its_rule() -> None:
+    money = parse_price("$1.234,50", currency_text="EUR", rule_for=_rules(EUR=PriceRule(",", ".")))
+    assert (money.amount, money.currency) == (Decimal("1234.50"), "EUR")
+
+
+def test_prices_outside_the_plausible_range_are_rejected() -> None:
+    with pytest.raises(ImplausiblePrice, match="outside the plausible range 0.50–5000 EUR"):
+        parse_price("€9.999,00")
+    assert parse_price("€9.999,00", rule_for=_rules(EUR=PriceRule(range=(Decimal(1), Decimal(20000))))).amount == Decimal("9999.00")
+
+
+def test_structured_numbers_use_the_schema_org_separator_whatever_the_rule() -> None:
+    comma = _rules(EUR=PriceRule(","))
+    assert parse_price("1234.56", currency_text="EUR", rule_for=comma, schema_number=True).amount == Decimal("1234.56")
+    assert parse_price("12,99", currency_text="EUR", rule_for=comma, schema_number=True).amount == Decimal("12.99")
