@@ -91,7 +91,7 @@ class CatalogSpider(scrapy.Spider):
             return
         data = structured_data(response, self.profile)
         for problem in data.problems:  # the selectors and the other syntaxes still have their say
-            record_error(self.crawler, "structured_data", response.url, problem)  # type: ignore[arg-type]
+            record_error(self.crawler, "structured_data", response.url, problem)
         yield extract_release(response, self.profile, data)
 
     def on_error(self, failure: Failure) -> None:
