@@ -23,7 +23,7 @@ from recordhound.review import gate
 from recordhound.review.items import release_doc
 from recordhound.review.factory import open_queue
 from recordhound.review.queue import PriceHold, ReviewQueue
-from recordhound.review.suggest import matching_keys, suggest
+from recordhound.review.suggest import NameIndex
 
 
 @dataclass
@@ -86,7 +86,7 @@ class CatalogWriter:
 
     def _write_valid(self, source_id: int, name: str, todo: list[Release], trust: bool,
                      result: BatchResult) -> None:
-        names: dict[str, tuple[dict[int, str], dict[int, str]]] = {}  # per kind, read once a batch
+        names: dict[str, NameIndex] = {}  # per kind, built once a batch
         counts: Counter[str] = Counter()
         for _ in range(RACE_ROUNDS):
             with self.engine.begin() as conn:
@@ -161,14 +161,11 @@ class CatalogWriter:
                     select(Source.name).where(Source.id == source_id)).scalar_one()
         return self._source_names[source_id]
 
-    def _suggest(self, known: dict[str, tuple[dict[int, str], dict[int, str]]], kind: str,
-                 spelling: str) -> list[dict[str, Any]]:
+    def _suggest(self, known: dict[str, NameIndex], kind: str, spelling: str) -> list[dict[str, Any]]:
         if kind not in known:
             with self.engine.connect() as conn:
-                names = entities.names(conn, kind)
-            known[kind] = (names, matching_keys(names))
-        names, keys = known[kind]
-        return suggest(names, spelling, keys=keys)
+                known[kind] = NameIndex.build(entities.names(conn, kind), kind)
+        return known[kind].suggest(spelling)
 
 
 RACE_ROUNDS = 3  # a decision landing between the product-DB read and parking: resolve again

@@ -58,4 +58,11 @@ FEEDS = {
     "/feeds/catalog.json": ("application/json", to_json_array),
     "/feeds/catalog.jsonl": ("application/x-ndjson; charset=utf-8", to_json),
     "/feeds/catalog.xlsx": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", to_xlsx),
+    "/feeds/second.csv": ("text/csv; charset=utf-8", lambda catalog: _second_csv(catalog)),
 }
+
+
+def _second_csv(catalog: Catalog) -> bytes:
+    from recordhound.demo.second import second_csv  # imports this module's COLUMNS
+
+    return second_csv(catalog)
