@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import click
@@ -443,24 +444,23 @@ def demo(releases: int, seed: int, epoch: int, review: bool, scrapy_args: tuple[
 @click.option("--follow", is_flag=True, help="keep running and apply decisions as they come")
 def apply_command(follow: bool) -> None:
     """Carry out the approved decisions: product-DB writes, then completed (or failed)."""
-    from recordhound.config import ReviewConfig, StoreConfig
-    from recordhound.db.migrate import open_database
-    from recordhound.catalog.apply import ApplyWorker
-    from recordhound.catalog.writer import open_writer
+    from recordhound.config import ReviewConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    project = current_settings()
-    store, review_config = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
-    engine = open_database(store.database_url)
-    writer = open_writer(engine, store, review_config, trusted=False)
-    queue = writer.queue
-    worker = ApplyWorker(engine, queue, writer, review_config)
-    try:
-        counts = worker.run(follow=follow)
-    except KeyboardInterrupt:
-        counts = worker.counts
+    counts = run_apply(follow)
     click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
-               f"({review_config.backend} queue)")
+               f"({ReviewConfig.from_settings(current_settings()).backend} queue)")
+
+
+def run_apply(follow: bool) -> Counter[str]:
+    """Run the apply worker over the project's database and review queue."""
+    from recordhound.catalog.apply import open_worker
+
+    worker = open_worker(current_settings())
+    try:
+        return worker.run(follow=follow)
+    except KeyboardInterrupt:
+        return worker.counts
 
 
 def _register_review() -> None:

@@ -134,6 +134,8 @@ RECORDHOUND_ADMIN_SECRET_KEY = ""
 RECORDHOUND_ADMIN_SECRET_PATH = ".recordhound/admin-secret"
 # Send the session cookie over HTTPS only (bool): turn on behind a TLS proxy.
 RECORDHOUND_ADMIN_HTTPS_ONLY = False
+RECORDHOUND_ADMIN_ALLOWED_HOSTS = ["127.0.0.1", "localhost", "::1"]  # Host headers the admin answers; "*": any
+RECORDHOUND_ADMIN_APPLY = True  # the admin runs the apply worker: decisions reach the catalog in seconds
 
 # --- Cassettes (offline spider tests) ---------------------------------------------
 # A betamax-format cassette of the crawl's responses (empty: off).

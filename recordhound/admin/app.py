@@ -13,15 +13,25 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from sqladmin import Admin
+from sqladmin.authentication import login_required
 from starlette.applications import Starlette
-from starlette.responses import RedirectResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from recordhound.admin.auth import AdminAuth
 from recordhound.admin.catalog import CATALOG_VIEWS
 from recordhound.admin.csrf import csrf_token
-from recordhound.admin.review import REVIEW_VIEWS, AdminContext
+from recordhound.admin.review import REVIEW_VIEWS, AdminContext, context, crawl_status
+from recordhound.admin.security import SecurityHeaders
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig
 from recordhound.db.migrate import open_database
 from recordhound.review.factory import open_queue
@@ -48,14 +58,52 @@ def _timestamp(value: float) -> str:
     return datetime.fromtimestamp(float(value), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+class RecordhoundAdmin(Admin):
+    @login_required
+    async def index(self, request: Request) -> Response:
+        """The landing page: the review backlog and the crawls."""
+        report = await run_in_threadpool(crawl_status, context(request))
+        return await self.templates.TemplateResponse(request, "recordhound/home.html", report)
+
+
+@asynccontextmanager
+async def _apply_worker(settings: BaseSettings) -> AsyncIterator[None]:
+    """The apply worker runs beside the admin (RECORDHOUND_ADMIN_APPLY): a decision reaches the
+    catalog within a poll interval, with nothing else to start."""
+    if not settings.getbool("RECORDHOUND_ADMIN_APPLY"):
+        yield
+        return
+    from recordhound.catalog.apply import open_worker
+
+    stop = threading.Event()
+    worker = open_worker(settings)
+    thread = threading.Thread(target=worker.run, kwargs={"follow": True, "stop": stop.is_set},
+                              name="apply-worker", daemon=True)
+    thread.start()
+    logger.info("Apply worker running in the admin (RECORDHOUND_ADMIN_APPLY)")
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(30)
+
+
 def build_app(settings: BaseSettings) -> Starlette:
     store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)
     engine = open_database(store.database_url)
-    app = Starlette(routes=[Route("/", lambda request: RedirectResponse("/admin/"))])
+    hosts = settings.getlist("RECORDHOUND_ADMIN_ALLOWED_HOSTS")
+    script = (Path(__file__).parent / "static" / "recordhound.js").read_bytes()
+    app = Starlette(routes=[Route("/", lambda request: RedirectResponse("/admin/")),
+                            Route("/recordhound.js", lambda request: Response(script, media_type="text/javascript"),
+                                  name="recordhound-js")],
+                    middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+                    lifespan=lambda _: _apply_worker(settings))
     key = secret_key(str(settings.get("RECORDHOUND_ADMIN_SECRET_KEY") or ""),
                      str(settings.get("RECORDHOUND_ADMIN_SECRET_PATH")))
     auth = AdminAuth(engine, key, https_only=settings.getbool("RECORDHOUND_ADMIN_HTTPS_ONLY"))
-    admin = Admin(app, engine, title="recordhound", authentication_backend=auth, templates_dir=TEMPLATES)
+    admin = RecordhoundAdmin(app, engine, title="recordhound", authentication_backend=auth,
+                             templates_dir=TEMPLATES)
+    admin.admin.router.routes.insert(0, Route("/logout", auth.logout_post, methods=["POST"], name="logout-post"))
     for view in CATALOG_VIEWS:
         admin.add_view(view)
     for base_view in REVIEW_VIEWS:

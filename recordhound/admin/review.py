@@ -1,14 +1,16 @@
 """The review tabs: Pending review, Price changes, Completed, Failed; and Crawl status.
 
-Every button posts a form (with its CSRF token) that records a decision in the review queue;
-the apply worker (`recordhound apply`) carries it out. Nothing here writes product rows.
+Every button posts a form (with its CSRF token) that records a decision in the review queue,
+checked first (a merge names an existing entity of the entry's type); the apply worker, which
+runs inside the admin unless RECORDHOUND_ADMIN_APPLY is off, carries it out within seconds.
+Nothing here writes product rows. After a decision the page comes back with its filter and page.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from sqladmin import BaseView, expose
 from sqlalchemy import Engine, func, select
@@ -20,6 +22,7 @@ from recordhound.config import FrontierConfig
 from recordhound.db.entities import ENTITIES
 from recordhound.db.models import Source
 from recordhound.exceptions import RecordhoundError
+from recordhound.review.decisions import decide
 from recordhound.review.queue import ENTITY_KINDS, ReviewQueue
 
 PAGE_SIZE = 50
@@ -47,24 +50,31 @@ def _page(items: list[Any], request: Request) -> tuple[list[Any], dict[str, Any]
     return items[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], {"page": page, "pages": pages, "total": len(items)}
 
 
-def _back(request: Request, route: str, message: str, error: bool = False) -> Response:
-    url = str(request.url_for(route)) + "?" + urlencode({"error" if error else "done": message})
+async def _back(request: Request, route: str, message: str, error: bool = False) -> Response:
+    """Back to the list the form was posted from, with its filter and page (the form's ``back``)."""
+    form = await request.form()
+    kept = [(k, v) for k, v in parse_qsl(str(form.get("back") or "")) if k not in ("done", "error")]
+    url = str(request.url_for(route)) + "?" + urlencode([*kept, ("error" if error else "done", message)])
     return RedirectResponse(url, status_code=303)
 
 
 async def _decide(request: Request, route: str, entry_ids: list[int], action: str,
-                  into: int | None = None, fields: dict[str, str] | None = None) -> Response:
-    queue = context(request).queue
-    done, problems = [], []
+                  into: int | None = None, fields: dict[str, str] | None = None, bulk: bool = False) -> Response:
+    ctx = context(request)
+    done, problems, decided = [], [], []
     for entry_id in entry_ids:
         try:
-            job = await run_in_threadpool(queue.decide, entry_id, action, into, fields)
-            done.append(f"#{entry_id} → job {job['id']}")
+            if bulk and (await run_in_threadpool(ctx.queue.entry, entry_id))["status"] not in ("pending", "failed"):
+                decided.append(f"#{entry_id}")  # decided meanwhile (another tab, another reviewer)
+                continue
+            job = await run_in_threadpool(decide, ctx.queue, ctx.engine, entry_id, action, into, fields)
+            done.append(f"#{entry_id}")
         except RecordhoundError as exc:
             problems.append(str(exc))
     if problems:
-        return _back(request, route, "; ".join(problems), error=True)
-    return _back(request, route, f"{action}: {', '.join(done)} (the apply worker carries it out)")
+        return await _back(request, route, "; ".join(problems), error=True)
+    note = f"; already decided: {', '.join(decided)}" if decided else ""
+    return await _back(request, route, f"{action}: {', '.join(done) or 'nothing'}{note}")
 
 
 def _ids(values: list[str]) -> list[int]:
@@ -85,6 +95,8 @@ class PendingReview(BaseView):
                    and (not search or search in e["name"].casefold()
                         or any(search in s.casefold() for s in e["spellings"]))]
         shown, paging = _page(entries, request)
+        for entry in shown:
+            entry["releases"] = await run_in_threadpool(_waiting_releases, context(request).queue, entry["id"])
         return await self.templates.TemplateResponse(request, "recordhound/pending.html", {
             "entries": shown, "paging": paging, "kind": kind or "", "q": request.query_params.get("q", ""),
             "kinds": ENTITY_KINDS, "done": request.query_params.get("done"),
@@ -97,7 +109,7 @@ class PendingReview(BaseView):
         into = str(form.get("into", "")).strip()
         fields = {"name": str(form.get("name", ""))} if action == "edit" else None
         if action == "merge" and not into.isdigit():
-            return _back(request, "admin:view-pending-review", "merge: pick an entity to merge into", error=True)
+            return await _back(request, "admin:view-pending-review", "merge: pick an entity to merge into", error=True)
         return await _decide(request, "admin:view-pending-review", _ids(_texts(form.getlist("entry_id"))), action,
                              int(into) if into.isdigit() else None, fields)
 
@@ -106,8 +118,8 @@ class PendingReview(BaseView):
         form = await request.form()
         ids = _ids(_texts(form.getlist("selected")))
         if not ids:
-            return _back(request, "admin:view-pending-review", "select entries first", error=True)
-        return await _decide(request, "admin:view-pending-review", ids, str(form.get("action", "")))
+            return await _back(request, "admin:view-pending-review", "select entries first", error=True)
+        return await _decide(request, "admin:view-pending-review", ids, str(form.get("action", "")), bulk=True)
 
     @expose("/review/{entry_id:int}/edit", methods=["GET"], identity="review-edit")
     async def edit(self, request: Request) -> Response:
@@ -123,6 +135,21 @@ class PendingReview(BaseView):
         found = await run_in_threadpool(_search_entities, ctx.engine, entry["kind"], query)
         return await self.templates.TemplateResponse(request, "recordhound/merge.html", {
             "entry": entry, "q": query, "found": found})
+
+
+WAITING_SHOWN = 3
+
+
+def _waiting_releases(queue: ReviewQueue, entry_id: int) -> list[dict[str, str]]:
+    """The first releases an entry holds back: title and the page (or file line) it came from."""
+    found = []
+    for parked in queue.parked_items(entry_id)[:WAITING_SHOWN]:
+        item = parked.get("item") or {}
+        url = str(item.get("url") or "")
+        found.append({"title": str(item.get("title") or "(untitled)"), "source": str(parked.get("source_name") or ""),
+                      "url": url if url.startswith(("http://", "https://")) else "",
+                      "where": str(parked.get("ref") or "")})
+    return found
 
 
 def _search_entities(engine: Engine, kind: str, query: str) -> list[dict[str, Any]]:
@@ -151,7 +178,7 @@ class PriceChanges(BaseView):
         form = await request.form()
         action = {"approve": "approve", "reject": "skip"}.get(str(form.get("action", "")), "")
         ids = _ids(_texts(form.getlist("entry_id"))) or _ids(_texts(form.getlist("selected")))
-        return await _decide(request, "admin:view-price-changes", ids, action)
+        return await _decide(request, "admin:view-price-changes", ids, action, bulk=len(ids) > 1)
 
 
 class _Jobs(BaseView):
@@ -196,8 +223,8 @@ class FailedJobs(_Jobs):
             except RecordhoundError as exc:
                 problems.append(str(exc))
         if problems:
-            return _back(request, "admin:view-failed-jobs", "; ".join(problems), error=True)
-        return _back(request, "admin:view-failed-jobs", f"retrying job(s) {', '.join(retried)}")
+            return await _back(request, "admin:view-failed-jobs", "; ".join(problems), error=True)
+        return await _back(request, "admin:view-failed-jobs", f"retrying job(s) {', '.join(retried)}")
 
 
 class CrawlStatus(BaseView):

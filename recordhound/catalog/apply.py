@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
@@ -30,8 +30,23 @@ from recordhound.review.items import release_from_doc
 from recordhound.review.queue import ReviewError, ReviewQueue
 from recordhound.text import name_key
 
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
 logger = logging.getLogger(__name__)
 Doc = dict[str, Any]
+
+
+def open_worker(settings: BaseSettings) -> ApplyWorker:
+    """An apply worker over the settings' product database and review queue."""
+    from recordhound.config import StoreConfig
+    from recordhound.db.migrate import open_database
+    from recordhound.catalog.writer import open_writer
+
+    store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)
+    engine = open_database(store.database_url)
+    writer = open_writer(engine, store, review, trusted=False)
+    return ApplyWorker(engine, writer.queue, writer, review)
 
 
 class ApplyWorker:

@@ -169,3 +169,4 @@ class AdminUser(Base):
     name: Mapped[str] = mapped_column(String(100), unique=True)
     password_hash: Mapped[str] = mapped_column(String(300))
     created_at: Mapped[datetime]
+    session_epoch: Mapped[int] = mapped_column(default=0, server_default="0")  # bumped: every session ends

@@ -49,10 +49,11 @@ class OfferCounts:
 
 
 def change_pct(old: OfferRow, new: OfferRow) -> float | None:
-    """How much the price moved, in percent of the old price; None when not comparable."""
+    """How much the price moved, in percent of the old price (negative: it fell); None when not
+    comparable."""
     if old.price is None or new.price is None or old.currency != new.currency or not old.price:
         return None
-    return float(abs(new.price - old.price) / old.price * 100)
+    return float((new.price - old.price) / old.price * 100)
 
 
 def needs_review(old: OfferRow, new: OfferRow, threshold_pct: float) -> bool:
@@ -60,7 +61,7 @@ def needs_review(old: OfferRow, new: OfferRow, threshold_pct: float) -> bool:
     if old.price is None or new.price is None:
         return False
     pct = change_pct(old, new)
-    return pct is None or pct > threshold_pct
+    return pct is None or abs(pct) > threshold_pct
 
 
 def write_offers(

@@ -36,7 +36,7 @@ def _echo_json(value: Any) -> None:
 
 def describe(entry: Doc) -> str:
     if entry["kind"] == "price":
-        change = "currency change" if entry["change_pct"] is None else f"{entry['change_pct']:+.2f} %"
+        change = "currency change" if entry["change_pct"] is None else f"{entry['change_pct']:+.2f} %"  # signed
         return (f"#{entry['id']} price  offer {entry['offer_id']} ({entry['external_id']}): "
                 f"{entry['old_price']} {entry['old_currency'] or ''} → {entry['new_price']} "
                 f"{entry['new_currency'] or ''} ({change}) [{entry['status']}]")
@@ -89,12 +89,35 @@ def review_show(entry_id: int, as_json: bool) -> None:
     for item in parked:
         click.echo(f"  waiting: {item['item']['title']!r} by {item['item']['artists']} ({item['ref']})")
 
+def _decide(entry_id: int, action: str, apply: bool, into: int | None = None,
+            fields: dict[str, str] | None = None) -> None:
+    """Check, queue and (with ``apply``) carry out one decision."""
+    from recordhound.config import StoreConfig
+    from recordhound.db.migrate import open_database
+    from recordhound.review.decisions import decide
+
+    project = current_settings()
+    engine = open_database(StoreConfig.from_settings(project).database_url)
+    job = decide(_queue(), engine, entry_id, action, into=into, fields=fields)
+    if not apply:
+        click.echo(f"job {job['id']}: {action} entry {entry_id} queued; `recordhound apply` (or the admin, "
+                   f"or --apply) carries it out")
+        return
+    from recordhound.cli import run_apply  # the catalog's apply worker (review/ does not import catalog/)
+
+    counts = run_apply(follow=False)
+    click.echo(f"job {job['id']}: {action} entry {entry_id} applied ({counts['completed']} decisions applied, "
+               f"{counts['failed']} failed)")
+
+
+APPLY = click.option("--apply", "apply", is_flag=True, help="carry the decision out now (runs the apply worker)")
+
+
 def decision(name: str, help_text: str) -> Any:
-    def run(entry_id: int, **options: Any) -> None:
-        job = _queue().decide(entry_id, name, into=options.get("into"), fields=options.get("fields"))
-        click.echo(f"job {job['id']}: {name} entry {entry_id} queued; `recordhound apply` carries it out")
+    def run(entry_id: int, apply: bool) -> None:
+        _decide(entry_id, name, apply)
     run.__doc__ = help_text
-    return review.command(name)(click.argument("entry_id", type=int)(run))
+    return review.command(name)(click.argument("entry_id", type=int)(APPLY(run)))
 
 
 
@@ -104,15 +127,16 @@ decision("skip", "Drop the name from its items (reject a price change).")
 @review.command("merge")
 @click.argument("entry_id", type=int)
 @click.option("--into", type=int, required=True, help="the id of the existing entity")
-def review_merge(entry_id: int, into: int) -> None:
+@APPLY
+def review_merge(entry_id: int, into: int, apply: bool) -> None:
     """The name becomes a synonym of an existing entity."""
-    job = _queue().decide(entry_id, "merge", into=into)
-    click.echo(f"job {job['id']}: merge entry {entry_id} into {into} queued")
+    _decide(entry_id, "merge", apply, into=into)
 
 @review.command("edit")
 @click.argument("entry_id", type=int)
 @click.option("--set", "values", multiple=True, required=True, metavar="FIELD=VALUE")
-def review_edit(entry_id: int, values: tuple[str, ...]) -> None:
+@APPLY
+def review_edit(entry_id: int, values: tuple[str, ...], apply: bool) -> None:
     """Change fields (name=...), then approve."""
     fields = {}
     for value in values:
@@ -120,8 +144,7 @@ def review_edit(entry_id: int, values: tuple[str, ...]) -> None:
         if not sep:
             raise click.BadParameter(f"expected FIELD=VALUE, got {value!r}", param_hint="--set")
         fields[name.strip()] = text
-    job = _queue().decide(entry_id, "edit", fields=fields)
-    click.echo(f"job {job['id']}: edit entry {entry_id} {fields} queued")
+    _decide(entry_id, "edit", apply, fields=fields)
 
 def job_list(state: str, help_text: str, detail: Any) -> None:
     def run(as_json: bool) -> None:

@@ -72,13 +72,12 @@ def plan(conn: Connection, queue: ReviewQueue, source_id: int, source_name: str,
         waits = [Unknown(kind, name_key(n), n) for kind in ENTITY_KINDS for n in NAMES[kind](item)
                  if name_key(n) in pending[kind]]
         where = origin(source_id, source_name, item)
-        if waits:
-            result.parked.append(Parked(item_key(source_id, item), release_doc(item), where, waits))
-            continue
         kept = _without_skipped(item, skipped)
-        if not kept.artists:
+        if not kept.artists:  # doomed whatever the names still pending become: rejected now
             reason = f"every artist was skipped in review ({', '.join(item.artists)}): a release needs one"
             result.rejected.append((item_key(source_id, item), release_doc(item), where, reason))
+        elif waits:
+            result.parked.append(Parked(item_key(source_id, item), release_doc(item), where, waits))
         else:
             result.writable.append(kept)
     return result

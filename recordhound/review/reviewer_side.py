@@ -12,14 +12,15 @@ from recordhound.review.records import (
 
 class ReviewerSide(Side):
     def entries(self, kind: str | None = None, source: str | None = None) -> list[Doc]:
-        """Undecided entries (oldest first), with how many items wait on each."""
+        """Undecided entries (oldest first), with how many items wait on each; an entry with a
+        decision waiting to be applied (``queued``) is no longer listed."""
         def work(txn: Txn) -> list[Doc]:
             ids = [] if kind == "price" else list(txn.all(PENDING))
             ids += [] if kind not in (None, "price") else list(txn.all(PRICES))
             docs = txn.get_many(ENTRIES, ids)
             found = []
             for entry in docs.values():
-                if kind and entry["kind"] != kind:
+                if entry["status"] == "queued" or (kind and entry["kind"] != kind):
                     continue
                 if source and not any(s["source_name"] == source for s in entry.get("sources", ())):
                     continue

@@ -48,7 +48,8 @@ def test_every_page_needs_a_login_and_the_session_cookie_is_httponly(env: Review
     cookie = right.headers["set-cookie"].lower()
     assert "recordhound_admin=" in cookie and "httponly" in cookie and "samesite=lax" in cookie
     assert anonymous.get(f"{base}/admin/release/list").status_code == 200
-    anonymous.get(f"{base}/admin/logout")
+    page = anonymous.get(f"{base}/admin/logout")  # the logout button: logging out is a POST
+    anonymous.post(f"{base}/admin/logout", data={"csrf_token": token(page.text)})
     assert anonymous.get(f"{base}/admin/release/list", allow_redirects=False).status_code == 302
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text as sql
 
 from tests.integration.review_env import ReviewEnv, review_env
 from tests.integration.test_review_queue import offer_skus, release, rows
@@ -74,7 +75,18 @@ def test_review_commands_from_list_to_apply(env: ReviewEnv, tmp_path: Path) -> N
 
     env.writer().write(source, [release("c5", ["Doomed"])])
     doomed = next(e for e in env.queue.entries() if e["name"] == "Doomed")
-    recordhound(env, tmp_path, "review", "merge", str(doomed["id"]), "--into", "4242")
+    refused = recordhound(env, tmp_path, "review", "merge", str(doomed["id"]), "--into", "4242")
+    assert refused.returncode == 2 and "there is no artist with id 4242" in refused.stderr  # refused at decision time
+    label = 5000  # ids are per type: this one is only a label's
+    with env.engine.begin() as conn:
+        conn.execute(sql("INSERT INTO labels (id, name, name_key) VALUES (5000, 'A Label', 'a label')"))
+    other_type = recordhound(env, tmp_path, "review", "merge", str(doomed["id"]), "--into", str(label))
+    assert other_type.returncode == 2 and f"{label} is the id of a label, not of an artist" in other_type.stderr
+    with env.engine.begin() as conn:  # an entity that is there at decision time and gone at apply time
+        conn.execute(sql("INSERT INTO artists (id, name, name_key) VALUES (4242, 'Gone Soon', 'gone soon')"))
+    assert recordhound(env, tmp_path, "review", "merge", str(doomed["id"]), "--into", "4242").returncode == 0
+    with env.engine.begin() as conn:
+        conn.execute(sql("DELETE FROM artists WHERE id = 4242"))
     assert "applied 0 decisions, 1 failed" in recordhound(env, tmp_path, "apply").stdout
     failed = json.loads(recordhound(env, tmp_path, "review", "failed", "--json").stdout)
     assert len(failed) == 1 and failed[0]["attempts"] == 1 and "no such artist" in failed[0]["last_error"]

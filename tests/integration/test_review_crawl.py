@@ -162,7 +162,7 @@ def test_next_epoch_writes_small_price_changes_and_holds_large_ones(env: ReviewE
     held = {e["external_id"]: e for e in env.queue.entries(kind="price")}
     assert set(held) == {c["external_id"] for c in large}
     for change in large:
-        assert held[change["external_id"]]["change_pct"] == pytest.approx(abs(change["change_percent"]), abs=0.01)
+        assert held[change["external_id"]]["change_pct"] == pytest.approx(change["change_percent"], abs=0.01)  # signed
     approve, reject = large[0], large[1:]
     env.queue.decide(held[approve["external_id"]]["id"], "approve")
     for change in reject:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from recordhound.review.suggest import THRESHOLD
 from recordhound.items import Release
 from recordhound.review.queue import Origin, Parked, ReviewError, Unknown
 from tests.integration.review_env import ReviewEnv, review_env
@@ -80,7 +81,7 @@ def test_unknown_names_park_items_once_per_name_with_counts_and_suggestions(env:
     entry = pending(env, "Daft Pnuk")
     assert entry["kind"] == "artist" and entry["waiting"] == 3
     assert sorted(entry["spellings"]) == ["DAFT PNUK", "Daft Pnuk"]
-    assert entry["suggestions"][0]["name"] == "Daft Punk" and entry["suggestions"][0]["score"] > 80
+    assert entry["suggestions"][0]["name"] == "Daft Punk" and entry["suggestions"][0]["score"] >= THRESHOLD
     assert {s["ref"] for s in entry["sources"]} == {f"http://127.0.0.1/release/b{i}" for i in (1, 2, 3)}
     assert entry["sources"][0]["source_name"] == "demo" and entry["sources"][0]["source_id"] == source
     assert entry["sources"][0]["url"] == "http://127.0.0.1/release/b1"
