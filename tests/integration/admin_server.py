@@ -22,7 +22,9 @@ USER, PASSWORD = "reviewer", "correct horse battery"
 
 
 @contextmanager
-def admin_server(env: ReviewEnv, tmp_path: Path) -> Iterator[str]:
+def admin_server(env: ReviewEnv, tmp_path: Path, apply: bool = False, **extra: object) -> Iterator[str]:
+    """``apply``: the admin runs its apply worker (as it does by default); off, a test runs
+    ``env.worker()`` itself and counts what it applied."""
     settings = Settings()
     settings.setmodule(defaults)
     for pair in env.settings():
@@ -30,6 +32,10 @@ def admin_server(env: ReviewEnv, tmp_path: Path) -> Iterator[str]:
     settings.set("RECORDHOUND_DATABASE_URL", env.database_url)
     settings.set("RECORDHOUND_ADMIN_SECRET_PATH", str(tmp_path / "admin-secret"))
     settings.set("RECORDHOUND_FRONTIER_DIR", str(tmp_path / "frontier"))
+    settings.set("RECORDHOUND_ADMIN_APPLY", apply)
+    settings.set("RECORDHOUND_APPLY_POLL_SECONDS", 0.2)
+    for name, value in extra.items():
+        settings.set(name, value)
     create_user(env.engine, USER, PASSWORD)
     server = uvicorn.Server(uvicorn.Config(build_app(settings), host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, name="admin-server", daemon=True)

@@ -271,7 +271,7 @@ def test_price_changes_above_the_threshold_wait_for_approval(env: ReviewEnv) -> 
     assert prices == {"p1": Decimal("104.00"), "p2": Decimal("100.00"), "p3": Decimal("100.00")}
     held = {e["external_id"]: e for e in env.queue.entries(kind="price")}
     assert held["p2"]["change_pct"] == 20.0 and held["p2"]["old_price"] == "100.00"
-    assert held["p2"]["new_price"] == "120.00" and held["p3"]["change_pct"] == 50.0
+    assert held["p2"]["new_price"] == "120.00" and held["p3"]["change_pct"] == -50.0  # a decrease is negative
     writer.write(source, [release("p2", ["Artist"], price="120.00")])  # seen again: still one entry
     assert len(env.queue.entries(kind="price")) == 2
     env.queue.decide(held["p2"]["id"], "approve")
