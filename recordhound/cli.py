@@ -196,7 +196,15 @@ def schedule(source: str, target: str, nodes: int, settings: list[tuple[str, str
     """Schedule `scrapy crawl catalog -a source=SOURCE` on scrapyd, NODES times."""
     import uuid
 
+    from recordhound.scrapyd_client import ScrapydError
+    from recordhound.sources import load_profile
+
     client = _scrapyd(target)
+    client.check_deployed("catalog")
+    try:  # the egg carries this checkout's profiles: a source it does not have would die in scrapyd
+        load_profile(source, current_settings().getlist("RECORDHOUND_PROFILES_DIRS"))
+    except RecordhoundError as exc:
+        raise ScrapydError(f"not scheduled: {exc}") from exc
     crawl = uuid.uuid4().hex[:8]
     jobs = client.schedule("catalog", nodes, dict(settings), {**dict(args), "source": source},
                            job_ids=[f"{source}--{crawl}-{n}" for n in range(1, nodes + 1)])
@@ -213,14 +221,15 @@ def jobs(target: str, as_json: bool) -> None:
 
     from recordhound.scrapyd_client import job_source
 
-    listed = _scrapyd(target).jobs()
+    client = _scrapyd(target)
+    listed = client.jobs()
     if as_json:
         click.echo(json.dumps(listed, indent=1))
         return
     for state, entries in listed.items():
         for job in entries:
             job_id = str(job.get("id", ""))
-            source = job_source(job)
+            source = job_source(job, client.log_head)
             click.echo(f"{state:9} {job_id:40} source={source:12} "
                        f"start={job.get('start_time') or '-'} end={job.get('end_time') or '-'}")
 
@@ -230,7 +239,33 @@ def jobs(target: str, as_json: bool) -> None:
 @click.option("--target", default="local", show_default=True)
 def cancel(job: str, target: str) -> None:
     """Cancel a scrapyd job (a running crawl gets SIGTERM: it finishes and returns its leases)."""
-    click.echo(f"{job}: was {_scrapyd(target).cancel(job)}")
+    click.echo(f"{job}: was {_scrapyd(target).cancel(job)}, sent SIGTERM")
+
+
+@main.command("scrapyd-conf")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--username", default="recordhound", show_default=True)
+def scrapyd_conf(folder: str, username: str) -> None:
+    """Write FOLDER/scrapyd.conf from the project's template with a generated password (mode 0600)."""
+    import re
+    import secrets
+    from pathlib import Path
+
+    template = Path(__file__).resolve().parents[1] / "scrapyd" / "scrapyd.conf"
+    if not template.is_file():
+        raise click.ClickException(f"no template at {template}: run from a checkout of recordhound")
+    target = Path(folder) / "scrapyd.conf"
+    if target.exists():
+        raise click.ClickException(f"{target} exists; remove it first (its password would be lost)")
+    password = secrets.token_urlsafe(24)
+    text = re.sub(r"(?m)^password\s*=.*$", f"password          = {password}", template.read_text())
+    text = re.sub(r"(?m)^username\s*=.*$", f"username          = {username}", text)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    click.echo(f"wrote {target}; for `recordhound schedule`:\n"
+               f"export SCRAPYD_USERNAME={username} SCRAPYD_PASSWORD={password}")
 
 
 @main.group()

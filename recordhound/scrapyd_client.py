@@ -10,6 +10,8 @@ from __future__ import annotations
 import configparser
 import netrc
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -100,18 +102,53 @@ class ScrapydClient:
             jobs.append(str(body["jobid"]))
         return jobs
 
+    def spiders(self) -> list[str]:
+        """The deployed project's spiders (a project scrapyd does not have is a ScrapydError)."""
+        body = self._call("GET", "listspiders.json", project=self.target.project)
+        return [str(name) for name in body.get("spiders", [])]
+
+    def check_deployed(self, spider: str) -> None:
+        found = self.spiders()
+        if spider not in found:
+            raise ScrapydError(f"project {self.target.project!r} on {self.target.url} has no spider {spider!r} "
+                               f"(it has {found}); deploy it: scrapyd-deploy {self.target.name}")
+
     def jobs(self) -> dict[str, list[dict[str, Any]]]:
         body = self._call("GET", "listjobs.json", project=self.target.project)
         return {state: body.get(state, []) for state in ("pending", "running", "finished")}
 
     def cancel(self, job: str) -> str:
-        body = self._call("POST", "cancel.json", project=self.target.project, job=job)
-        return str(body.get("prevstate"))
+        """Stop a job with SIGTERM (scrapyd's default is SIGINT): the crawl finishes what it has
+        leased and returns the rest. Returns the state it was in."""
+        body = self._call("POST", "cancel.json", project=self.target.project, job=job, signal="TERM")
+        if body.get("prevstate") is None:
+            raise ScrapydError(f"no pending or running job {job!r} in project {self.target.project!r} on "
+                               f"{self.target.url} (see `recordhound jobs`)")
+        return str(body["prevstate"])
+
+    def log_head(self, job: dict[str, Any], spider: str = "catalog", size: int = 64 * 1024) -> str:
+        """The start of a job's log ("" when scrapyd does not serve it)."""
+        url = f"{self.target.url}/logs/{self.target.project}/{job.get('spider') or spider}/{job.get('id')}.log"
+        try:
+            response = self.session.get(url, timeout=TIMEOUT_SECONDS, headers={"Range": f"bytes=0-{size - 1}"})
+        except requests.RequestException:
+            return ""
+        return response.text if response.status_code in (200, 206) else ""
 
 
-def job_source(job: dict[str, Any]) -> str:
-    """The source a job crawls: its ``source`` argument (pending jobs), else the job id's prefix
-    (`recordhound schedule` names jobs SOURCE--CRAWL-N)."""
-    source = (job.get("args") or {}).get("source")
+SOURCE_LOG = re.compile(r"recordhound: crawling source (\S+)")  # the catalog spider's first line
+
+
+def job_source(job: dict[str, Any], log: Callable[[dict[str, Any]], str] | None = None) -> str:
+    """The source a job crawls: its ``source`` argument (pending jobs), the job id's prefix
+    (`recordhound schedule` names jobs SOURCE--CRAWL-N), else what its log says (jobs that any
+    other client scheduled)."""
+    args = job.get("args") or {}
+    source = args.get("source") if isinstance(args, dict) else None
     job_id = str(job.get("id", ""))
-    return str(source or (job_id.split("--", 1)[0] if "--" in job_id else "?"))
+    if source:
+        return str(source)
+    if "--" in job_id:
+        return job_id.split("--", 1)[0]
+    found = SOURCE_LOG.search(log(job)) if log is not None else None
+    return found.group(1) if found else "?"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -28,7 +29,7 @@ class ScrapydServer:
     def start(self) -> ScrapydServer:
         config = (PROJECT_ROOT / "scrapyd" / "scrapyd.conf").read_text()
         config = config.replace("http_port         = 6800", f"http_port         = {self.port}")
-        config = config.replace("password          = change-me", f"password          = {PASSWORD}")
+        config = re.sub(r"(?m)^password\s*=.*$", f"password          = {PASSWORD}", config)
         (self.folder / "scrapyd.conf").write_text(config)
         scrapyd = shutil.which("scrapyd", path=str(Path(sys.executable).parent)) or "scrapyd"
         self._log = open(self.folder / "scrapyd.log", "w")  # noqa: SIM115 - closed in stop()

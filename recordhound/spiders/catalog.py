@@ -58,6 +58,7 @@ class CatalogSpider(scrapy.Spider):
                 logger.critical("Not crawling: %s", exc)
                 raise
         spider = super().from_crawler(crawler, *args, profile=profile, **kwargs)
+        logger.info("recordhound: crawling source %s (profile %s)", source, profile.path)  # `recordhound jobs` reads it
         return spider
 
     async def start(self) -> AsyncIterator[Any]:

@@ -122,3 +122,36 @@ def test_killed_scrapyd_job_leaves_its_leases_and_a_reschedule_finishes(deployme
     _assert_stored(shop, deploy.env["DATABASE_URL"])
     truth, hits = shop.truth(), shop.hits()
     assert all(hits.get(o["path"], 0) >= 1 for o in truth["offers"])
+
+
+def test_scrapyd_commands_say_what_is_wrong_and_cancel_with_sigterm(deployment) -> None:  # type: ignore[no-untyped-def]
+    deploy, shop, prefix = deployment
+    unknown = deploy.recordhound("cancel", "nosuchjob")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("error: no pending or running job 'nosuchjob'")
+    cfg = deploy.project / "scrapy.cfg"
+    cfg.write_text(cfg.read_text() + f"\n[deploy:other]\nurl = {deploy.server.url}\nproject = nope\n"
+                   f"username = {USERNAME}\npassword = {PASSWORD}\n")
+    project = deploy.recordhound("cancel", "x", "--target", "other")
+    assert project.returncode == 2 and "project 'nope' not found" in project.stderr
+    refused = deploy.recordhound("schedule", "nosuchsource")
+    assert refused.returncode == 2 and "not scheduled" in refused.stderr and "nosuchsource" in refused.stderr
+    assert not any(deploy.client().jobs().values())  # nothing reached scrapyd
+    nospider = deploy.recordhound("schedule", "demo", "--target", "other")
+    assert nospider.returncode == 2 and "project 'nope' not found" in nospider.stderr
+
+    # a job scheduled with scrapyd's own API (no recordhound job id): `jobs` names its source from its log
+    own = deploy.client()._call("POST", "schedule.json", project="recordhound", spider="catalog", source="demo",
+                                base_url=shop.url, setting=[f"RECORDHOUND_REDIS_PREFIX={prefix}",
+                                                            "RECORDHOUND_TRUST_NEW_ENTITIES=true"])
+    job = str(own["jobid"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and shop.pages_served() < 50:
+        time.sleep(0.2)
+    listed = deploy.recordhound("jobs")
+    line = next(ln for ln in listed.stdout.splitlines() if job in ln)
+    assert "source=demo" in line, listed.stdout
+    cancelled = deploy.recordhound("cancel", job)
+    assert cancelled.returncode == 0 and "was running, sent SIGTERM" in cancelled.stdout, cancelled.stderr
+    deploy.wait_finished([job])
+    log = next((deploy.server.folder / "data" / "logs").rglob(f"{job}.log")).read_text()
+    assert "Received SIGTERM" in log
