@@ -431,6 +431,13 @@ def admin(ctx: click.Context, host: str, port: int) -> None:
     uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
 
 
+def _read_password(prompt: str) -> str:
+    """Asked for twice on a terminal; one line of stdin when piped."""
+    if sys.stdin.isatty():
+        return str(click.prompt(prompt, hide_input=True, confirmation_prompt=True))
+    return sys.stdin.readline().rstrip("\n")
+
+
 @admin.command("create-user")
 @click.argument("name")
 def admin_create_user(name: str) -> None:
@@ -439,13 +446,23 @@ def admin_create_user(name: str) -> None:
     from recordhound.config import StoreConfig
     from recordhound.db.migrate import open_database
 
-    if sys.stdin.isatty():
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    else:
-        password = sys.stdin.readline().rstrip("\n")
+    password = _read_password("Password")
     engine = open_database(StoreConfig.from_settings(current_settings()).database_url)
     user_id = create_user(engine, name, password)
     click.echo(f"admin user {name!r} created (id {user_id})")
+
+
+@admin.command("set-password")
+@click.argument("name")
+def admin_set_password(name: str) -> None:
+    """Change an admin's password (asked for, or one line of stdin); every session of the user ends."""
+    from recordhound.admin.users import set_password
+    from recordhound.config import StoreConfig
+    from recordhound.db.migrate import open_database
+
+    password = _read_password("New password")
+    set_password(open_database(StoreConfig.from_settings(current_settings()).database_url), name, password)
+    click.echo(f"password of {name!r} changed; every session of the user has ended")
 
 
 @main.command("demo")
