@@ -56,6 +56,10 @@ def test_reviewer_approves_merges_applies_and_sees_the_release(env: ReviewEnv, t
         expect(page.locator('tr[data-name="Brand New Artist"]')).to_be_visible()
         page.screenshot(path=str(ARTIFACTS / "pending-review.png"), full_page=True)
 
+        page.locator("input.select-all").check()  # select-all ticks every entry of the page
+        assert page.locator("input.pending-entry:checked").count() == page.locator("input.pending-entry").count() == 2
+        page.locator("input.select-all").uncheck()
+        assert page.locator("input.pending-entry:checked").count() == 0
         page.locator('tr[data-name="Brand New Artist"] button.approve').click()
         expect(page.locator("#done")).to_contain_text("approve")
         expect(page.locator('tr[data-name="Brand New Artist"]')).to_have_count(0)  # decided: off the list at once
