@@ -38,17 +38,24 @@ def main(debug: bool) -> None:
 @click.option("--seed", default=1, show_default=True)
 @click.option("--epoch", default=0, show_default=True, type=click.IntRange(0), help="price epoch")
 @click.option("--export", "export_dir", default=None, help="write CSV/XLSX/JSON feeds here and exit")
-def demo_shop(host: str, port: int, releases: int, seed: int, epoch: int, export_dir: str | None) -> None:
+@click.option("--rate", default=0.0, type=click.FloatRange(0), help="throttled: 429 above this many requests a second")
+@click.option("--latency", default=0.0, type=click.FloatRange(0), help="throttled: seconds each answer takes")
+@click.option("--unavailable-every", default=0, type=click.IntRange(0),
+              help="throttled: every N-th product page answers 503 at first")
+@click.option("--unavailable-times", default=2, show_default=True, type=click.IntRange(1),
+              help="...to its first this many requests")
+def demo_shop(host: str, port: int, releases: int, seed: int, epoch: int, export_dir: str | None,
+              rate: float, latency: float, unavailable_every: int, unavailable_times: int) -> None:
     """Serve the deterministic demo record shop (prints its base URL)."""
     from recordhound.demo.catalog import Catalog
     from recordhound.demo.process import READY_PREFIX
-    from recordhound.demo.server import DemoShop, serve
+    from recordhound.demo.server import DemoShop, Throttle, serve
 
     catalog = Catalog(releases, seed=seed, epoch=epoch)
     if export_dir:
         _export(catalog, export_dir)
         return
-    shop = DemoShop(catalog)
+    shop = DemoShop(catalog, Throttle(rate, latency, unavailable_every, unavailable_times))
 
     def ready(url: str) -> None:
         click.echo(f"{READY_PREFIX} {len(catalog.products)} products ({releases} releases, "
@@ -139,8 +146,67 @@ def frontier_status(crawl: str | None, as_json: bool) -> None:
         for node, info in sorted(report["nodes"].items()):
             click.echo(f"  node {node}: pid {info['pid']} on {info['host']}, "
                        f"heartbeat {info['heartbeat_age_seconds']} s ago")
-        for reason in report["recent_failures"]:
-            click.echo(f"  failed: {reason}")
+        if report["waiting_for_retry"]:
+            click.echo(f"  waiting for a retry: {report['waiting_for_retry']} (of the queued)")
+        for reason, count in report["failed_by_reason"].items():
+            click.echo(f"  failed, {reason}: {count}")
+
+
+@frontier.command("failed")
+@click.option("--source", "crawl", default=None, help="one crawl (default: every crawl found)")
+@click.option("--reason", default=None, help='one reason group ("http_404") or text in the reason')
+@click.option("--json", "as_json", is_flag=True, help="every dead letter with its attempt history")
+def frontier_failed(crawl: str | None, reason: str | None, as_json: bool) -> None:
+    """Requests that failed for good (dead letters), grouped by reason."""
+    import json
+
+    from recordhound.frontier.status import known_crawls, matching, opened, reason_kind
+
+    config = _frontier_config()
+    found: list[dict[str, object]] = []
+    for name in [crawl] if crawl else known_crawls(config):
+        with opened(config, name) as backend:
+            letters = matching(backend.dead_letters(), reason)
+        found += [{"crawl": name, "id": d.id, "url": d.url, "reason": d.reason, "group": reason_kind(d.reason),
+                   "at": d.at, "attempts": d.history} for d in letters]
+    if as_json:
+        click.echo(json.dumps(found, indent=1))
+        return
+    if not found:
+        click.echo("no failed requests" + (f" with reason {reason!r}" if reason else ""))
+        return
+    groups: dict[tuple[object, object], list[dict[str, object]]] = {}
+    for letter in found:
+        groups.setdefault((letter["crawl"], letter["group"]), []).append(letter)
+    for (crawl_name, group), members in sorted(groups.items(), key=lambda g: (str(g[0][0]), -len(g[1]))):
+        click.echo(f"{crawl_name}: {group}: {len(members)}")
+        for letter in members:
+            history = letter["attempts"]
+            tried = f", {len(history)} attempts" if isinstance(history, list) and len(history) > 1 else ""
+            click.echo(f"  {letter['url']}  ({letter['reason']}{tried})")
+
+
+@frontier.command("retry")
+@click.option("--source", "crawl", required=True, help="the crawl whose dead letters go back")
+@click.option("--reason", default=None, help='only this reason group ("http_503") or text in the reason')
+@click.option("--url", default=None, help="only this URL")
+@click.option("--all", "everything", is_flag=True, help="every dead letter of the crawl")
+def frontier_retry(crawl: str, reason: str | None, url: str | None, everything: bool) -> None:
+    """Put dead letters back in the queue; a running crawl picks them up, the next crawl of a
+    completed one fetches exactly these (it is not started anew)."""
+    from recordhound.frontier.status import matching, opened
+
+    if not (everything or reason or url):
+        raise click.UsageError("say which: --reason R, --url U, or --all")
+    config = _frontier_config()
+    with opened(config, crawl) as backend:
+        letters = matching(backend.dead_letters(), reason, url)
+        moved = backend.requeue_failed([d.id for d in letters])
+        status = backend.counts().status
+    if not moved:
+        raise click.ClickException(f"no failed request of crawl {crawl!r} matches")
+    click.echo(f"{crawl}: {moved} failed requests queued again (crawl {status}); "
+               f"run `scrapy crawl catalog -a source={crawl}` or let the running nodes take them")
 
 
 @frontier.command("reset")

@@ -23,11 +23,11 @@ def _positive(settings: BaseSettings, name: str, kind: type[int] | type[float]) 
     return value
 
 
-def _positive_int(settings: BaseSettings, name: str) -> int:
+def positive_int(settings: BaseSettings, name: str) -> int:
     return int(_positive(settings, name, int))
 
 
-def _positive_float(settings: BaseSettings, name: str) -> float:
+def positive_float(settings: BaseSettings, name: str) -> float:
     return float(_positive(settings, name, float))
 
 
@@ -90,14 +90,14 @@ class StoreConfig:
         return cls(
             database_url=url,
             auto_upgrade=_bool(settings, "RECORDHOUND_DB_AUTO_UPGRADE"),
-            batch_size=_positive_int(settings, "RECORDHOUND_STORE_BATCH_SIZE"),
-            flush_seconds=_positive_float(settings, "RECORDHOUND_STORE_FLUSH_SECONDS"),
-            last_seen_resolution_seconds=_positive_int(
+            batch_size=positive_int(settings, "RECORDHOUND_STORE_BATCH_SIZE"),
+            flush_seconds=positive_float(settings, "RECORDHOUND_STORE_FLUSH_SECONDS"),
+            last_seen_resolution_seconds=positive_int(
                 settings, "RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS"
             ),
-            errors_kept=_positive_int(settings, "RECORDHOUND_SOURCE_ERRORS_KEPT"),
+            errors_kept=positive_int(settings, "RECORDHOUND_SOURCE_ERRORS_KEPT"),
             writer=_choice(settings, "RECORDHOUND_STORE_WRITER", ("process", "thread")),
-            retry_max_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
+            retry_max_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
         )
 
 
@@ -146,18 +146,28 @@ class FrontierConfig:
             path_template=template,
             crawl_id=str(settings.get("RECORDHOUND_CRAWL_ID") or ""),
             node_id=str(settings.get("RECORDHOUND_NODE_ID") or ""),
-            lease_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_LEASE_SECONDS"),
-            lease_batch=_positive_int(settings, "RECORDHOUND_FRONTIER_LEASE_BATCH"),
-            flush_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_FLUSH_SECONDS"),
-            push_batch=_positive_int(settings, "RECORDHOUND_FRONTIER_PUSH_BATCH"),
-            max_attempts=_positive_int(settings, "RECORDHOUND_FRONTIER_MAX_ATTEMPTS"),
-            retry_max_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
-            seen_cache=_positive_int(settings, "RECORDHOUND_FRONTIER_SEEN_CACHE"),
-            call_timeout_seconds=_positive_float(settings, "RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS"),
+            lease_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_LEASE_SECONDS"),
+            lease_batch=positive_int(settings, "RECORDHOUND_FRONTIER_LEASE_BATCH"),
+            flush_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_FLUSH_SECONDS"),
+            push_batch=positive_int(settings, "RECORDHOUND_FRONTIER_PUSH_BATCH"),
+            max_attempts=positive_int(settings, "RECORDHOUND_FRONTIER_MAX_ATTEMPTS"),
+            retry_max_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
+            seen_cache=positive_int(settings, "RECORDHOUND_FRONTIER_SEEN_CACHE"),
+            call_timeout_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS"),
         )
 
 
-def _non_negative_float(settings: BaseSettings, name: str) -> float:
+def non_negative_int(settings: BaseSettings, name: str) -> int:
+    try:
+        value = settings.getint(name)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a whole number, got {settings.get(name)!r}") from exc
+    if value < 0:
+        raise ConfigError(f"{name} must be 0 or more, got {value}")
+    return value
+
+
+def non_negative_float(settings: BaseSettings, name: str) -> float:
     try:
         value = settings.getfloat(name)
     except ValueError as exc:
@@ -198,9 +208,9 @@ class ReviewConfig:
             redis_prefix=str(settings.get("RECORDHOUND_REDIS_PREFIX") or "recordhound"),
             path=os.path.abspath(str(settings.get("RECORDHOUND_REVIEW_PATH") or ".recordhound/review.sqlite3")),
             trust_new_entities=_bool(settings, "RECORDHOUND_TRUST_NEW_ENTITIES"),
-            price_threshold_pct=_non_negative_float(settings, "RECORDHOUND_PRICE_REVIEW_THRESHOLD"),
-            ttl_seconds=_non_negative_float(settings, "RECORDHOUND_REVIEW_TTL_SECONDS"),
-            lease_seconds=_positive_float(settings, "RECORDHOUND_APPLY_LEASE_SECONDS"),
-            poll_seconds=_positive_float(settings, "RECORDHOUND_APPLY_POLL_SECONDS"),
-            ack_delay_seconds=_non_negative_float(settings, "RECORDHOUND_APPLY_ACK_DELAY_SECONDS"),
+            price_threshold_pct=non_negative_float(settings, "RECORDHOUND_PRICE_REVIEW_THRESHOLD"),
+            ttl_seconds=non_negative_float(settings, "RECORDHOUND_REVIEW_TTL_SECONDS"),
+            lease_seconds=positive_float(settings, "RECORDHOUND_APPLY_LEASE_SECONDS"),
+            poll_seconds=positive_float(settings, "RECORDHOUND_APPLY_POLL_SECONDS"),
+            ack_delay_seconds=non_negative_float(settings, "RECORDHOUND_APPLY_ACK_DELAY_SECONDS"),
         )

@@ -19,7 +19,9 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 32
 # yield one item and listings a few dozen requests, so 100 (the default) is mostly overhead.
 CONCURRENT_ITEMS = 8
 DOWNLOAD_TIMEOUT = 30  # seconds
-RETRY_TIMES = 2  # a page that fails 3 times is recorded as failed
+# Scrapy's RetryMiddleware retries at once and in memory; recordhound's retries live in the
+# frontier (RECORDHOUND_RETRY_* below), which also reads Scrapy's RETRY_EXCEPTIONS.
+RETRY_ENABLED = False
 COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False  # no open debug port on crawler nodes
 REMOTE_CONTROL_ENABLED = False  # no open control port on crawler nodes
@@ -81,6 +83,22 @@ RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS = 30.0
 # longest wait of one frontier call on the reactor thread (seconds): SQLite's lock wait, Redis's socket
 # timeout; a call that takes longer counts as an outage (the crawl pauses and retries on its tick)
 RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS = 1.0
+
+# --- Retries and politeness ------------------------------------------------------------
+# A transient failure (these HTTP codes, Scrapy's RETRY_EXCEPTIONS) goes back to the frontier and
+# waits base * 2**(n-1) seconds after its n-th failure (half of it jittered), at most the cap and
+# at least the server's Retry-After; after the last attempt it is a dead letter (`frontier failed`).
+# A profile's `retry:` overrides them (its http_codes are added to these).
+RECORDHOUND_RETRY_BASE_SECONDS = 1.0
+RECORDHOUND_RETRY_CAP_SECONDS = 60.0
+RECORDHOUND_RETRY_MAX_ATTEMPTS = 5  # attempts in all, the first included
+RECORDHOUND_RETRY_HTTP_CODES = [408, 429, 500, 502, 503, 504, 522, 524]
+# Per host, every node of the crawl together (in Redis; in this process when embedded): requests
+# started per second and requests in flight; 0 means no limit. A profile's `politeness:` overrides.
+RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND = 0.0
+RECORDHOUND_POLITENESS_CONCURRENCY = 0
+# Lower a host's rate when it answers 429/503 or slows down, raise it slowly when it recovers (bool).
+RECORDHOUND_POLITENESS_ADAPTIVE = True
 
 # --- Product database -------------------------------------------------------------
 # SQLAlchemy URL of the product database; empty means $DATABASE_URL, then a SQLite file.

@@ -18,9 +18,11 @@ READY_PREFIX = "recordhound demo shop serving"
 class ShopProcess:
     """``with ShopProcess(releases=500) as shop: shop.url`` — stopped by PID on exit."""
 
-    def __init__(self, releases: int, seed: int = 1, epoch: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, releases: int, seed: int = 1, epoch: int = 0, host: str = "127.0.0.1",
+                 throttle: tuple[str, ...] = ()) -> None:
+        """``throttle``: demo-shop options of the throttled mode, e.g. ("--rate", "20", "--latency", "0.1")."""
         self.args = [sys.executable, "-m", "recordhound", "demo-shop", "--port", "0", "--host", host,
-                     "--releases", str(releases), "--seed", str(seed), "--epoch", str(epoch)]
+                     "--releases", str(releases), "--seed", str(seed), "--epoch", str(epoch), *throttle]
         self.process: subprocess.Popen[str] | None = None
         self.url = ""
 
@@ -45,6 +47,10 @@ class ShopProcess:
     def hits(self) -> dict[str, int]:
         hits: dict[str, int] = self.get_json("/_stats.json")["requests"]
         return hits
+
+    def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = self.get_json("/_stats.json")
+        return stats
 
     def pages_served(self) -> int:
         """Requests served for shop pages (not counting the /_ control endpoints)."""

@@ -1,16 +1,26 @@
 """The demo shop's HTTP/1.1 server: asyncio, keep-alive, pre-rendered pages.
 
 Fast enough that it is never the bottleneck of a crawl benchmark (``bench/crawl_store.py``
-measures its own rate). Serves ``/_truth.json`` and ``/_stats.json`` (requests per path).
+measures its own rate). Serves ``/_truth.json`` and ``/_stats.json`` (requests per path, and the
+most requests it had in flight at once and started within one second).
+
+Throttled mode (``Throttle``) behaves like a shop that protects itself: each answer takes
+``latency`` seconds, more than ``rate`` requests within one second get a 429 with ``Retry-After``,
+and every ``unavailable_every``-th product page answers 503 to its first ``unavailable_times``
+requests. The truth does not change: a polite crawler that retries stores every release.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
+import math
+import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from recordhound.demo import feeds
@@ -24,20 +34,55 @@ logger = logging.getLogger(__name__)
 MAX_HEAD_BYTES = 16 * 1024
 
 
+@dataclass(frozen=True)
+class Throttle:
+    rate: float = 0.0  # requests per second before 429s (0: none)
+    latency: float = 0.0  # seconds each answer takes
+    unavailable_every: int = 0  # every N-th product page answers 503 at first (0: none)
+    unavailable_times: int = 2
+    retry_after: int = 1  # seconds, in the 429's Retry-After
+
+
 class DemoShop:
     """State shared by all connections: the pages, the request counts, the one-time faults."""
 
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
+    def __init__(self, catalog: Catalog, throttle: Throttle = Throttle()) -> None:
+        self.catalog, self.throttle = catalog, throttle
         self.site = {**build_site(catalog), **build_js_site(catalog), **build_ld_site(catalog)}
         self.hits: Counter[str] = Counter()
         self.flaky_path = next((p.path for p in catalog.products if p.fault == "flaky"), None)
+        every = throttle.unavailable_every
+        self.unavailable = {p.path for i, p in enumerate(catalog.products) if every and i % every == every - 1}
         self._generated: dict[str, Page] = {}
+        self.per_second: Counter[int] = Counter()  # shop pages started in each second (epoch seconds)
+        self.in_flight = self.max_in_flight = 0
+        self.refused = Counter[str]()  # 429s and 503s sent
+
+    def arrived(self, target: str) -> Page | None:
+        """Count a request in; a throttled shop may answer it at once with a 429."""
+        if target.startswith("/_"):
+            return None
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        second = math.floor(time.time())
+        self.per_second[second] += 1
+        if self.throttle.rate and self.per_second[second] > self.throttle.rate:
+            self.refused["429"] += 1
+            return Page(429, "text/plain; charset=utf-8", b"slow down\n",
+                        headers=(("Retry-After", str(self.throttle.retry_after)),))
+        return None
+
+    def left(self, target: str) -> None:
+        if not target.startswith("/_"):
+            self.in_flight -= 1
 
     def respond(self, target: str) -> Page:
         self.hits[target] += 1
         if target == self.flaky_path and self.hits[target] == 1:
             return Page(500, "text/plain; charset=utf-8", b"temporary failure, try again\n")
+        if target in self.unavailable and self.hits[target] <= self.throttle.unavailable_times:
+            self.refused["503"] += 1
+            return Page(503, "text/plain; charset=utf-8", b"down for maintenance\n")
         page = self.site.get(target)
         if page is not None:
             return page
@@ -45,7 +90,11 @@ class DemoShop:
 
     def _special(self, target: str) -> Page | None:
         if target == "/_stats.json":
-            stats = {"total": sum(self.hits.values()), "requests": dict(self.hits)}
+            stats = {"total": sum(self.hits.values()), "requests": dict(self.hits),
+                     "max_in_flight": self.max_in_flight, "in_flight": self.in_flight,
+                     "max_per_second": max(self.per_second.values(), default=0),
+                     "per_second": {str(k): v for k, v in sorted(self.per_second.items())},
+                     "refused": dict(self.refused)}
             return Page(200, "application/json", json.dumps(stats).encode())
         if target == "/_truth.json":
             return self._cached(target, "application/json", lambda: json.dumps(build_truth(self.catalog)).encode())
@@ -66,10 +115,20 @@ class _Connection(asyncio.Protocol):
         self.shop = shop
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
+        self.pending: dict[int, tuple[asyncio.TimerHandle, str]] = {}  # delayed answers (throttled latency)
+        self._ids = itertools.count()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)  # a TCP server's transports are
         self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The client is gone: its requests are no longer in flight (their answers are dropped)."""
+        for handle, target in self.pending.values():
+            handle.cancel()
+            self.shop.left(target)
+        self.pending.clear()
+        self.transport = None
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -87,14 +146,34 @@ class _Connection(asyncio.Protocol):
             return
         headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
         keep_alive = headers.get("connection", "").lower() != "close" and parts[2] == "HTTP/1.1"
-        page = self.shop.respond(parts[1]) if parts[0] in ("GET", "HEAD") else Page(405, "text/plain", b"")
-        self._send(page, keep_alive, head_only=parts[0] == "HEAD")
+        if parts[0] not in ("GET", "HEAD"):
+            self._send(Page(405, "text/plain", b""), keep_alive)
+            return
+        target = parts[1]
+        page = self.shop.arrived(target) or self.shop.respond(target)
+        if self.shop.throttle.latency and not target.startswith("/_"):
+            loop = asyncio.get_running_loop()
+            key = next(self._ids)
+            handle = loop.call_later(self.shop.throttle.latency, self._answered, target, page, keep_alive,
+                                     parts[0] == "HEAD", key)
+            self.pending[key] = (handle, target)
+            return
+        self._answered(target, page, keep_alive, parts[0] == "HEAD")
+
+    def _answered(self, target: str, page: Page, keep_alive: bool, head_only: bool,
+                  key: int | None = None) -> None:
+        if key is not None:
+            self.pending.pop(key, None)
+        self.shop.left(target)
+        if self.transport is not None and not self.transport.is_closing():
+            self._send(page, keep_alive, head_only)
 
     def _send(self, page: Page, keep_alive: bool, head_only: bool = False) -> None:
         assert self.transport is not None
-        reason = {200: "OK", 301: "Moved Permanently", 404: "Not Found",
-                  500: "Internal Server Error"}.get(page.status, "Other")
+        reason = {200: "OK", 301: "Moved Permanently", 404: "Not Found", 429: "Too Many Requests",
+                  500: "Internal Server Error", 503: "Service Unavailable"}.get(page.status, "Other")
         location = f"Location: {page.location}\r\n" if page.location else ""
+        location += "".join(f"{name}: {value}\r\n" for name, value in page.headers)
         head = (
             f"HTTP/1.1 {page.status} {reason}\r\nContent-Type: {page.content_type}\r\n{location}"
             f"Content-Length: {len(page.body)}\r\nConnection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"

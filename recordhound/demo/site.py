@@ -17,6 +17,7 @@ class Page:
     content_type: str
     body: bytes
     location: str | None = None  # for redirects
+    headers: tuple[tuple[str, str], ...] = ()  # more response headers
 
 
 def _html(text: str, charset: str = "utf-8", status: int = 200) -> Page:

@@ -12,12 +12,20 @@ Invariants every backend keeps (tests/integration/test_frontier_contract.py chec
    holder that stalled past its lease, whose entry was re-leased, is refused (``refused``).
 6. The crawl is ``seeded`` when the start requests are durably queued (the same ``commit``);
    until then it is never drained, and a claim of a dead claimant can be taken over.
+7. A failure with ``retry_in`` puts the entry back in the queue, not to be leased before that
+   many seconds have passed on the backend's clock (the wait is stored, not slept); every
+   failure appends its attempt to the entry's history, which a dead letter keeps. A waiting
+   entry counts as queued: the crawl is not drained while a retry waits.
 """
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
+
+REQUEUED = "requeued"  # the outcome of a history entry that marks a dead letter put back
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,8 @@ class Leased:
     id: int
     payload: str
     attempts: int  # how many times this entry has been leased, this one included
+    outcomes: int = 0  # attempts with a recorded outcome (its history); the rest were lost leases
+    tries: int = 0  # failed attempts since it was queued (or requeued from the dead letters)
 
     @property
     def lease(self) -> Lease:
@@ -52,6 +62,40 @@ class Leased:
 class Failure:
     lease: Lease
     reason: str
+    retry_in: float | None = None  # seconds: back in the queue then (a retry); None: failed for good
+    attempt: str = ""  # JSON of this attempt's outcome ({at, node, outcome}) for the entry's history
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A request that failed for good: why, when, and every attempt before."""
+
+    id: int
+    payload: str
+    reason: str
+    at: float
+    history: list[dict[str, Any]]
+    priority: int = 0
+
+    @property
+    def url(self) -> str:
+        return str(json.loads(self.payload).get("url", ""))
+
+
+def parse_history(raw: str | bytes | None) -> list[dict[str, Any]]:
+    """An entry's stored attempt history (a JSON list; absent: none)."""
+    if not raw:
+        return []
+    history = json.loads(raw)
+    return history if isinstance(history, list) else []
+
+
+def count_history(raw: str | bytes | None) -> tuple[int, int]:
+    """(outcomes, tries) of a stored history: recorded attempts, and failures since the last requeue."""
+    history = parse_history(raw)
+    outcomes = sum(1 for h in history if h.get("outcome") != REQUEUED)
+    last = max((i for i, h in enumerate(history) if h.get("outcome") == REQUEUED), default=-1)
+    return outcomes, len(history) - last - 1
 
 
 @dataclass(frozen=True)
@@ -70,6 +114,7 @@ class Counts:
     status: str = "new"  # new | running | completed | resetting
     seeded: bool = False  # the start requests are queued
     start_claim: str = ""  # token of the node that claimed the start requests
+    waiting: int = 0  # of the queued: entries whose retry time has not come yet
 
     @property
     def leased_total(self) -> int:
@@ -148,6 +193,15 @@ class FrontierBackend(ABC):
     @abstractmethod
     def failures(self, limit: int = 100) -> list[tuple[str, str]]:
         """Recent failed entries as (payload, reason)."""
+
+    @abstractmethod
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every entry that failed for good, oldest first."""
+
+    @abstractmethod
+    def requeue_failed(self, ids: list[int]) -> int:
+        """Put these dead letters back in the queue (history and lease count kept); returns how
+        many. A completed crawl is running again, so its next node fetches exactly these."""
 
     @abstractmethod
     def claim_start(self, token: str, replace_token: str) -> bool:

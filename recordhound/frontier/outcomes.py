@@ -25,7 +25,7 @@ class _State:
 
 
 class Outcomes:
-    def __init__(self, on_done: Callable[[int], None], on_failed: Callable[[int, str], None]) -> None:
+    def __init__(self, on_done: Callable[[int], None], on_failed: Callable[[int, str, float | None], None]) -> None:
         self._states: dict[int, _State] = {}
         self._on_done, self._on_failed = on_done, on_failed
 
@@ -37,6 +37,9 @@ class Outcomes:
 
     def handed_out(self, frontier_id: int) -> None:
         self._states[frontier_id] = _State()
+
+    def __contains__(self, frontier_id: int) -> bool:
+        return frontier_id in self._states
 
     def is_downloading(self, frontier_id: int) -> bool:
         state = self._states.get(frontier_id)
@@ -77,15 +80,16 @@ class Outcomes:
             state.error = state.error or error
             self._maybe_finish(frontier_id, state)
 
-    def failed(self, frontier_id: int, reason: str) -> None:
+    def failed(self, frontier_id: int, reason: str, retry_in: float | None = None) -> None:
+        """``retry_in``: a transient failure, tried again that many seconds from now."""
         if self._states.pop(frontier_id, None) is not None:
-            self._on_failed(frontier_id, reason)
+            self._on_failed(frontier_id, reason, retry_in)
 
     def _maybe_finish(self, frontier_id: int, state: _State) -> None:
         if state.output_done and state.pending_items <= 0 and state.pending_children <= 0:
             del self._states[frontier_id]
             if state.error:
-                self._on_failed(frontier_id, state.error)
+                self._on_failed(frontier_id, state.error, None)
             else:
                 self._on_done(frontier_id)
 

@@ -10,8 +10,11 @@ Key layout (P = ``{RECORDHOUND_REDIS_PREFIX}:{crawl}``):
     P:leases:{node}   SET   ids leased by node (renew and reclaim by node)
     P:seen:{xxxx}     HASH  6-byte fingerprint tail -> "" (xxxx = first 2 bytes, hex):
                             65,536 small listpack-encoded hashes, ~20 bytes per URL
+    P:delayed         ZSET  id -> not-before time of a retry waiting out its backoff
+    P:score           HASH  id -> queue score of a waiting retry (its place in line when due)
+    P:history         HASH  id -> JSON list of the entry's attempts {at, node, outcome}
     P:counters        HASH  seq, seen, done, failed
-    P:failed          LIST  JSON {id, payload, reason, at}
+    P:failed          LIST  JSON {id, payload, reason, at, history, score, attempts}: dead letters
     P:state           HASH  status, start_claim (a node's token), seeded (start requests queued)
     P:nodes           HASH  node -> JSON {host, pid, token, heartbeat}
 
@@ -31,7 +34,8 @@ import redis
 from recordhound.preflight import redis_unreachable
 from recordhound.frontier import redis_scripts as lua
 from recordhound.frontier.backend import (
-    Committed, Counts, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo)
+    REQUEUED, Committed, Counts, DeadLetter, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo,
+    count_history, parse_history)
 
 MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
 
@@ -41,7 +45,8 @@ class RedisFrontier(FrontierBackend):
         self.url, self.prefix, self.socket_timeout = url, prefix, socket_timeout
         self._redis: redis.Redis | None = None
         self._scripts: dict[str, Any] = {}
-        names = ("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state", "nodes")
+        names = ("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state", "nodes",
+                 "delayed", "score", "history")
         self.keys = {name: f"{prefix}:{name}" for name in names}
 
     def open(self) -> None:
@@ -58,7 +63,7 @@ class RedisFrontier(FrontierBackend):
         self._redis = client
         self._scripts = {name: client.register_script(getattr(lua, name))
                          for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT",
-                                     "CLAIM_START", "BEGIN_RESET")}
+                                     "CLAIM_START", "BEGIN_RESET", "REQUEUE_FAILED")}
         return client
 
     def close(self) -> None:
@@ -104,16 +109,19 @@ class RedisFrontier(FrontierBackend):
             args += [ack.id, ack.token]
         args.append(len(failures))
         for failure in failures:
-            args += [failure.lease.id, failure.lease.token, failure.reason]
+            retry_in = "" if failure.retry_in is None else repr(max(0.0, failure.retry_in))
+            args += [failure.lease.id, failure.lease.token, failure.reason, retry_in, failure.attempt]
         args.append(1 if seeded else 0)
-        keys = self._k("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state")
+        keys = self._k("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state",
+                       "delayed", "score", "history")
         queued, refused = self._scripts["COMMIT"](keys=keys, args=args)
         return Committed(int(queued), int(refused))
 
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
-        flat = self._scripts["LEASE"](keys=self._k("queue", "payloads", "owner", "expiry", "attempts"),
-                                      args=[f"{self.prefix}:leases:", node, count, lease_seconds])
-        return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2])) for i in range(0, len(flat), 3)]
+        keys = self._k("queue", "payloads", "owner", "expiry", "attempts", "delayed", "score", "history")
+        flat = self._scripts["LEASE"](keys=keys, args=[f"{self.prefix}:leases:", node, count, lease_seconds])
+        return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2]), *count_history(flat[i + 3]))
+                for i in range(0, len(flat), 4)]
 
     def _requeue(self, mode: str, *args: Any) -> int:
         return int(self._scripts["REQUEUE"](keys=self._k("queue", "owner", "expiry", "attempts"),
@@ -146,16 +154,17 @@ class RedisFrontier(FrontierBackend):
     def counts(self) -> Counts:
         pipe = self.r.pipeline(transaction=False)
         pipe.zcard(self.keys["queue"])
+        pipe.zcard(self.keys["delayed"])
         pipe.hvals(self.keys["owner"])
         pipe.hmget(self.keys["counters"], "done", "failed", "seen")
         pipe.hgetall(self.keys["state"])
-        queued, owners, (done, failed, seen), state = pipe.execute()
+        ready, waiting, owners, (done, failed, seen), state = pipe.execute()
         leased: dict[str, int] = {}
         for owner in owners:
             node = owner.decode().rsplit("|", 1)[0]
             leased[node] = leased.get(node, 0) + 1
         state = {k.decode(): v.decode() for k, v in state.items()}
-        return Counts(queued=queued, leased=leased, done=int(done or 0), failed=int(failed or 0),
+        return Counts(queued=ready + waiting, waiting=waiting, leased=leased, done=int(done or 0), failed=int(failed or 0),
                       seen=int(seen or 0), status=state.get("status") or "new",
                       seeded="seeded" in state or "started" in state,  # "started": crawls before 0.2
                       start_claim=state.get("start_claim", ""))
@@ -163,6 +172,18 @@ class RedisFrontier(FrontierBackend):
     def failures(self, limit: int = 100) -> list[tuple[str, str]]:
         rows = [json.loads(raw) for raw in self.r.lrange(self.keys["failed"], 0, limit - 1)]
         return [(row["payload"], row["reason"]) for row in rows]
+
+    def dead_letters(self) -> list[DeadLetter]:
+        letters = [json.loads(raw) for raw in reversed(self.r.lrange(self.keys["failed"], 0, -1))]
+        return [DeadLetter(int(row["id"]), row["payload"], row["reason"], float(row["at"]),
+                           parse_history(json.dumps(row.get("history") or [])),
+                           _priority(row.get("score"), int(row["id"])))
+                for row in letters]
+
+    def requeue_failed(self, ids: list[int]) -> int:
+        marker = json.dumps({"at": self.now(), "outcome": REQUEUED})
+        keys = self._k("queue", "payloads", "counters", "attempts", "failed", "history", "state")
+        return int(self._scripts["REQUEUE_FAILED"](keys=keys, args=[marker, *(str(i) for i in ids)]))
 
     def claim_start(self, token: str, replace_token: str) -> bool:
         return bool(self._scripts["CLAIM_START"](keys=self._k("state"), args=[token, replace_token]))
@@ -193,6 +214,9 @@ class RedisFrontier(FrontierBackend):
     def verify(self) -> list[str]:
         r, k, problems = self.r, self.keys, []
         queued = {int(i) for i in r.zrange(k["queue"], 0, -1)}
+        delayed = {int(i) for i in r.zrange(k["delayed"], 0, -1)}
+        problems += [f"entry {i} is both queued and waiting for a retry" for i in sorted(queued & delayed)]
+        queued |= delayed
         owners = {int(i): v.decode() for i, v in r.hgetall(k["owner"]).items()}
         payloads = {int(i) for i in r.hkeys(k["payloads"])}
         expiring = {int(i) for i in r.zrange(k["expiry"], 0, -1)}
@@ -215,6 +239,10 @@ class RedisFrontier(FrontierBackend):
         seen = sum(r.hlen(key) for key in r.scan_iter(match=f"{self.prefix}:seen:*", count=1000))
         if counters.get("seen", 0) != seen:
             problems.append(f"the seen counter says {counters.get('seen', 0)}, the seen-set holds {seen}")
+        problems += [f"entry {i} has an attempt history but no request" for i in
+                     sorted({int(i) for i in r.hkeys(k["history"])} - payloads)]
+        problems += [f"entry {i} has a place in line but is not waiting for a retry" for i in
+                     sorted({int(i) for i in r.hkeys(k["score"])} - delayed)]
         requests = r.hvals(k["payloads"])
         problems += [f"the same request is queued {n} times: {p[:120]!r}"
                      for p, n in Counter(requests).items() if n > 1]
@@ -232,3 +260,10 @@ class RedisFrontier(FrontierBackend):
                 self.r.unlink(*batch)
                 batch = []
         self.r.unlink(*batch, state)
+
+
+def _priority(score: object, frontier_id: int) -> int:
+    """The priority a queue score (``-priority * 2**40 + id``) stands for."""
+    if score is None or score == "":
+        return 0
+    return round((frontier_id - float(str(score))) / 2**40)

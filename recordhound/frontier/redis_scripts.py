@@ -4,23 +4,31 @@ Scores: ``-priority * 2**40 + id`` orders the queue by priority (higher first), 
 The owner hash keeps "node|score" so a returned lease goes back to its place in line.
 """
 
-# KEYS: queue payloads counters owner expiry attempts failed state
+# KEYS: queue payloads counters owner expiry attempts failed state delayed score history
 # ARGV: seen_prefix node_prefix n [bucket field priority payload]*n na [id token]*na
-#       nf [id token reason]*nf seeded(0/1)
+#       nf [id token reason retry_in attempt]*nf seeded(0/1)
+# retry_in "": failed for good (a dead letter); else seconds the entry waits in P:delayed.
 # Returns {queued, refused}: refused acks/failures name a lease that is no longer current.
 COMMIT = """
-local function drop_lease(id, token)
+local function drop_lease(id, token, keep)
   local owner = redis.call('HGET', KEYS[4], id)
   if not owner then return nil end
-  if redis.call('HGET', KEYS[6], id) ~= token then return nil end
-  local node = string.match(owner, '^(.*)|')
+  local attempts = redis.call('HGET', KEYS[6], id)
+  if attempts ~= token then return nil end
+  local node, score = string.match(owner, '^(.*)|(.*)$')
   redis.call('HDEL', KEYS[4], id)
   redis.call('ZREM', KEYS[5], id)
   redis.call('SREM', ARGV[2] .. node, id)
+  if keep then return '', score, attempts end
   redis.call('HDEL', KEYS[6], id)
   local payload = redis.call('HGET', KEYS[2], id)
   redis.call('HDEL', KEYS[2], id)
-  return payload
+  return payload, score, attempts
+end
+local function appended(id, attempt)
+  local history = cjson.decode(redis.call('HGET', KEYS[11], id) or '[]')
+  if attempt ~= '' then history[#history + 1] = cjson.decode(attempt) end
+  return history
 end
 local i = 3
 local n = tonumber(ARGV[i]); i = i + 1
@@ -44,33 +52,55 @@ if seen > 0 then redis.call('HINCRBY', KEYS[3], 'seen', seen) end
 local na = tonumber(ARGV[i]); i = i + 1
 local done = 0
 for _ = 1, na do
-  if drop_lease(ARGV[i], ARGV[i + 1]) then done = done + 1 end
+  if drop_lease(ARGV[i], ARGV[i + 1], false) then
+    redis.call('HDEL', KEYS[11], ARGV[i])
+    done = done + 1
+  end
   i = i + 2
 end
 if done > 0 then redis.call('HINCRBY', KEYS[3], 'done', done) end
 local nf = tonumber(ARGV[i]); i = i + 1
 local now = redis.call('TIME')
-local failed = 0
+local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
+local failed, retried = 0, 0
 for _ = 1, nf do
-  local id, token, reason = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  i = i + 3
-  local payload = drop_lease(id, token)
-  if payload then
-    redis.call('LPUSH', KEYS[7], cjson.encode({id = id, payload = payload, reason = reason, at = tonumber(now[1])}))
+  local id, token, reason, retry_in, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  i = i + 5
+  local retry = retry_in ~= ''
+  local payload, score, attempts = drop_lease(id, token, retry)
+  if payload and retry then
+    redis.call('HSET', KEYS[11], id, cjson.encode(appended(id, attempt)))
+    redis.call('HSET', KEYS[10], id, score)
+    redis.call('ZADD', KEYS[9], clock + tonumber(retry_in), id)
+    retried = retried + 1
+  elseif payload then
+    local history = appended(id, attempt)
+    redis.call('HDEL', KEYS[11], id)
+    redis.call('LPUSH', KEYS[7], cjson.encode({id = id, payload = payload, reason = reason, at = clock,
+      history = history, score = score, attempts = attempts}))
     failed = failed + 1
   end
 end
 if failed > 0 then redis.call('HINCRBY', KEYS[3], 'failed', failed) end
 if ARGV[i] == '1' then redis.call('HSET', KEYS[8], 'seeded', '1') end
-return {queued, na + nf - done - failed}
+return {queued, na + nf - done - failed - retried}
 """
 
-# KEYS: queue payloads owner expiry attempts   ARGV: node_prefix node count lease_seconds
+# KEYS: queue payloads owner expiry attempts delayed score history
+# ARGV: node_prefix node count lease_seconds
+# Retries whose time has come move from P:delayed back to their place in the queue first.
 LEASE = """
+local now = redis.call('TIME')
+local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
+local due = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', clock, 'LIMIT', 0, 1000)
+for _, id in ipairs(due) do
+  redis.call('ZADD', KEYS[1], redis.call('HGET', KEYS[7], id), id)
+  redis.call('ZREM', KEYS[6], id)
+  redis.call('HDEL', KEYS[7], id)
+end
 local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1, 'WITHSCORES')
 if #ids == 0 then return {} end
-local now = redis.call('TIME')
-local expires = tonumber(now[1]) + tonumber(now[2]) / 1e6 + tonumber(ARGV[4])
+local expires = clock + tonumber(ARGV[4])
 local out = {}
 for j = 1, #ids, 2 do
   local id, score = ids[j], ids[j + 1]
@@ -82,8 +112,38 @@ for j = 1, #ids, 2 do
   out[#out + 1] = id
   out[#out + 1] = redis.call('HGET', KEYS[2], id)
   out[#out + 1] = attempts
+  out[#out + 1] = redis.call('HGET', KEYS[8], id) or ''
 end
 return out
+"""
+
+# Dead letters back to the queue. KEYS: queue payloads counters attempts failed history state
+# ARGV: requeued_marker_json id...   Returns how many moved.
+REQUEUE_FAILED = """
+local wanted = {}
+for j = 2, #ARGV do wanted[ARGV[j]] = true end
+local moved = 0
+for _, raw in ipairs(redis.call('LRANGE', KEYS[5], 0, -1)) do
+  local letter = cjson.decode(raw)
+  local id = tostring(letter.id)
+  if wanted[id] then
+    local history = letter.history
+    if type(history) ~= 'table' then history = {} end
+    history[#history + 1] = cjson.decode(ARGV[1])
+    redis.call('ZADD', KEYS[1], letter.score or id, id)
+    redis.call('HSET', KEYS[2], id, letter.payload)
+    redis.call('HSET', KEYS[4], id, letter.attempts or 0)
+    redis.call('HSET', KEYS[6], id, cjson.encode(history))
+    redis.call('LREM', KEYS[5], 1, raw)
+    wanted[id] = nil
+    moved = moved + 1
+  end
+end
+if moved > 0 then
+  redis.call('HINCRBY', KEYS[3], 'failed', -moved)
+  if redis.call('HGET', KEYS[7], 'status') == 'completed' then redis.call('HSET', KEYS[7], 'status', 'running') end
+end
+return moved
 """
 
 # Return leases to the queue. KEYS: queue owner expiry attempts   ARGV: node_prefix mode arg

@@ -10,6 +10,8 @@ from recordhound.frontier.outcomes import Outcomes
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from recordhound.frontier.retry import Problem
+
 
 class Frontier(Protocol):
     """What the middleware and the spider's errbacks need of the scheduler (no import of it)."""
@@ -19,6 +21,8 @@ class Frontier(Protocol):
     def claim_start(self) -> str: ...
 
     def start_finished(self) -> None: ...
+
+    def report(self, frontier_id: int, problem: Problem) -> float | None: ...
 
 
 _schedulers: WeakKeyDictionary[Crawler, Frontier] = WeakKeyDictionary()
@@ -35,9 +39,11 @@ def lookup(crawler: Crawler) -> Frontier | None:
     return _schedulers.get(crawler)
 
 
-def report_failure(crawler: Crawler, request: object, reason: str) -> None:
-    """Errbacks call this: the request failed for good and is recorded with ``reason``."""
+def report_failure(crawler: Crawler, request: object, problem: Problem) -> float | None:
+    """Errbacks call this. Returns the seconds until the request is tried again (a transient
+    problem with attempts left), or None: it failed for good, recorded with the problem's reason."""
     scheduler = lookup(crawler)
     frontier_id = getattr(request, "meta", {}).get(FRONTIER_ID)
-    if scheduler is not None and frontier_id is not None:
-        scheduler.outcomes.failed(frontier_id, reason)
+    if scheduler is None or frontier_id is None:
+        return None
+    return scheduler.report(frontier_id, problem)

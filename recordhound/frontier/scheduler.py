@@ -11,15 +11,17 @@ paused and the tick retries with backoff; nothing buffered is dropped.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import socket
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from scrapy import Request, Spider, signals
 from scrapy.utils.defer import deferred_from_coro
-from twisted.internet import task, threads
+from twisted.internet import reactor, task, threads
 
 from recordhound import failpoints
 from recordhound.backoff import backoff_seconds
@@ -30,8 +32,10 @@ from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive
 from recordhound.frontier.outcomes import Outcomes
+from recordhound.frontier.politeness import FULL, SLOT_WAIT_SECONDS, HostLimiter, Limits
 from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
 from recordhound.frontier.renewer import Renewer
+from recordhound.frontier.retry import Problem, RetryPolicy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,12 +44,15 @@ if TYPE_CHECKING:
     from recordhound.frontier.dupefilter import FrontierDupeFilter
 
 logger = logging.getLogger(__name__)
-COUNTS_TTL_SECONDS = 0.5
+COUNTS_TTL_SECONDS = 0.2  # one tick: a node sees the crawl drained at most ~0.4 s after the last ack
 RECLAIM_EVERY_SECONDS = 5.0
 ORPHAN_TICKS = 3  # ticks the engine must be idle before a handed-out request counts as orphaned
 OPEN_TIMEOUT_SECONDS = 30.0  # opening runs on a thread: it may wait for a lock or a slow reset
 RESET_WAIT_SECONDS = 0.2  # how often a starting node looks whether another one's reset is done
 STAT = "recordhound/frontier/"
+SLOT_META = "recordhound_slot"  # request.meta key: the politeness slot the request holds
+SLOT_MARGIN_SECONDS = 5.0  # a slot outlives the download timeout by this much (then it is free again)
+EXTRA_LEASE_SECONDS = 1.0  # while every request in hand waits for its host, lease more this often
 
 
 class FrontierScheduler:
@@ -75,6 +82,16 @@ class FrontierScheduler:
         self._retry_at = 0.0
         self._starved = False
         self._orphan_ticks = 0
+        self._tries: dict[int, int] = {}  # frontier id -> failed attempts before this lease
+        self.retry = RetryPolicy.from_settings(crawler.settings)
+        self.limits = Limits()
+        self.limiter: HostLimiter | None = None
+        self._slots: dict[str, tuple[str, float]] = {}  # slot -> (host, when taken)
+        self._slot_ids = itertools.count(1)
+        self._blocked: dict[str, float] = {}  # host -> monotonic time to ask again
+        self._wake_call: Any = None  # twisted's DelayedCall
+        self._wake_when = 0.0
+        self._extra_lease_at = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -85,7 +102,8 @@ class FrontierScheduler:
         for handler, signal in ((scheduler._response_received, signals.response_received),
                                 (scheduler._item_settled, signals.item_scraped),
                                 (scheduler._item_settled, signals.item_dropped),
-                                (scheduler._item_error, signals.item_error)):
+                                (scheduler._item_error, signals.item_error),
+                                (scheduler._left_downloader, signals.request_left_downloader)):
             crawler.signals.connect(handler, signal=signal)
         return scheduler
 
@@ -96,6 +114,8 @@ class FrontierScheduler:
         self.spider = spider
         profile = getattr(spider, "profile", None)
         crawl = self.config.crawl_id or (profile.name if profile is not None else spider.name)
+        self.retry = getattr(spider, "retry_policy", None) or self.retry
+        self.limits = politeness_limits(self.crawler.settings, profile)
         self.backend = make_backend(self.config, crawl, timeout=OPEN_TIMEOUT_SECONDS)
         deferred: Deferred[None] = threads.deferToThread(self._open_backend, crawl)
         deferred.addCallback(self._opened, crawl)
@@ -106,6 +126,9 @@ class FrontierScheduler:
         self.backend.open()
         self._begin(crawl)
         self.backend.limit_wait(self.config.call_timeout_seconds)  # from here on, calls on the reactor
+        if self.limits.active:
+            self.limiter = make_limiter(self.config, self.crawler.settings)
+            self.limiter.forget_node(self.node)  # slots a killed process of this node id left behind
 
     def _opened(self, _: None, crawl: str) -> None:
         self._is_open = True
@@ -160,8 +183,12 @@ class FrontierScheduler:
         """Leases of registered nodes that are gone (no heartbeat, or a dead pid on this host)."""
         assert self.backend is not None
         host, now = this_host(), self.backend.now()
-        return sum(self.backend.reclaim_node(node) for node, info in self.backend.nodes().items()
-                   if node != self.node and not holder_alive(info, host, now, self.config.lease_seconds))
+        dead = [node for node, info in self.backend.nodes().items()
+                if node != self.node and not holder_alive(info, host, now, self.config.lease_seconds)]
+        if self.limiter is not None:
+            for node in dead:
+                self.limiter.forget_node(node)  # its politeness slots come back now, not at their expiry
+        return sum(self.backend.reclaim_node(node) for node in dead)
 
     def _where(self) -> str:
         backend = self.backend
@@ -172,6 +199,10 @@ class FrontierScheduler:
             self._tick.stop()
         if self._renewer is not None:
             self._renewer.stop()
+        if self._wake_call is not None and self._wake_call.active():
+            self._wake_call.cancel()
+        if self.limiter is not None:
+            self._release_slots()
         if self.backend is None or not self._is_open:
             return  # opening failed: nothing of ours to write back
         try:
@@ -214,7 +245,7 @@ class FrontierScheduler:
             # the parent's ack is written after the buffer that holds its replacement
             if _redirect_loop(request):
                 chain = " → ".join([*request.meta["redirect_urls"], request.url])
-                self.outcomes.failed(parent, f"redirect loop: {chain}")
+                self.outcomes.failed(parent, f"redirect_loop: {chain}")
             else:
                 self.outcomes.replaced(parent)
         if child_of is not None:
@@ -248,11 +279,14 @@ class FrontierScheduler:
             if self._entries:
                 self._flush_safely()  # the engine is idle for want of what sits in our buffer
             self._lease_more()
-        if not self._leased:
+        request = self._take_allowed()
+        if request is None and self._leased and self._others_may_wait():
+            self._lease_more()  # every request in hand waits for its host: look for other hosts' work
+            request = self._take_allowed()
+        if request is None:
             self._starved = True
             return None
         self._starved = False
-        request = self._leased.popleft()
         self.outcomes.handed_out(request.meta[FRONTIER_ID])
         self.stats.inc_value("scheduler/dequeued")
         return request
@@ -290,6 +324,74 @@ class FrontierScheduler:
         self._seed_pending = True
         self._flush_safely()
 
+    # --- politeness ------------------------------------------------------------------
+
+    def _take_allowed(self) -> Request | None:
+        """The first request in hand whose host has a token and a free slot now."""
+        if self.limiter is None or self._down_since is not None:
+            return self._leased.popleft() if self._leased and self._down_since is None else None
+        now = time.monotonic()
+        for index, request in enumerate(self._leased):
+            host = _host(request)
+            if self._blocked.get(host, 0.0) > now:
+                continue
+            slot = f"{self.node}|{next(self._slot_ids)}"
+            try:
+                wait = self.limiter.acquire(host, slot, self.limits)
+            except Exception as exc:  # the limiter's client raises its own error types
+                self._backend_error(exc)
+                return None
+            if wait == 0.0:
+                del self._leased[index]
+                request.meta[SLOT_META] = slot
+                self._slots[slot] = (host, now)
+                return request
+            self._blocked[host] = now + (SLOT_WAIT_SECONDS if wait == FULL else wait)
+            self._wake_at(self._blocked[host])
+        return None
+
+    def _others_may_wait(self) -> bool:
+        """Lease more while the hand is blocked: at most every EXTRA_LEASE_SECONDS, up to 4 batches."""
+        now = time.monotonic()
+        if (self._down_since is not None or now - self._extra_lease_at < EXTRA_LEASE_SECONDS
+                or len(self._leased) >= 4 * self.config.lease_batch):
+            return False
+        self._extra_lease_at = now
+        return True
+
+    def _wake_at(self, when: float) -> None:
+        """Ask the engine for requests again at ``when`` (a host's token or slot is due)."""
+        if self._wake_call is not None and self._wake_call.active():
+            if self._wake_when <= when:
+                return
+            self._wake_call.cancel()
+        self._wake_when = when
+        clock: Any = reactor
+        self._wake_call = clock.callLater(max(0.0, when - time.monotonic()), engine_access.wake, self.crawler)
+
+    def _left_downloader(self, request: Request, spider: Spider) -> None:
+        slot = request.meta.get(SLOT_META)
+        taken = self._slots.pop(slot, None) if slot else None
+        if taken is None or slot is None or self.limiter is None:
+            return
+        host, since = taken
+        try:
+            self.limiter.release(host, slot)
+        except Exception as exc:  # the slot expires on its own; an outage shows on the next call
+            logger.warning("Could not return a politeness slot of %s (%s); it expires on its own", host, exc)
+        if self._blocked.pop(host, None) is not None:
+            engine_access.wake(self.crawler)
+
+    def _release_slots(self) -> None:
+        assert self.limiter is not None
+        for slot, (host, _) in list(self._slots.items()):
+            try:
+                self.limiter.release(host, slot)
+            except Exception:  # noqa: BLE001 - shutting down: the slots expire on their own
+                break
+        self._slots.clear()
+        self.limiter.close()
+
     # --- leasing ----------------------------------------------------------------------
 
     def _lease_more(self) -> None:
@@ -302,8 +404,10 @@ class FrontierScheduler:
         self._inc("leased", len(leased))
         for entry in leased:
             self._tokens[entry.id] = entry.attempts
-            if entry.attempts > self.config.max_attempts:
-                self._failed(entry.id, f"leased {entry.attempts - 1} times without an outcome")
+            self._tries[entry.id] = entry.tries
+            lost = entry.attempts - entry.outcomes  # leases that ended without an outcome, this one included
+            if lost > self.config.max_attempts:
+                self._failed(entry.id, f"leased {lost - 1} times without an outcome")
                 continue
             try:
                 request = serialize.loads(entry.payload, self.spider)
@@ -319,15 +423,35 @@ class FrontierScheduler:
         return Lease(frontier_id, self._tokens.pop(frontier_id, 0))
 
     def _acked(self, frontier_id: int) -> None:
+        self._tries.pop(frontier_id, None)
         self._acks.append(self._lease(frontier_id))
 
-    def _failed(self, frontier_id: int, reason: str) -> None:
-        self._failures.append(Failure(self._lease(frontier_id), reason))
+    def _failed(self, frontier_id: int, reason: str, retry_in: float | None = None) -> None:
+        tries = self._tries.pop(frontier_id, 0) + 1
+        attempt = json.dumps({"at": round(time.time(), 3), "node": self.node, "outcome": reason})
+        if retry_in is None and tries > 1:
+            reason = f"{reason} (attempt {tries})"
+        self._failures.append(Failure(self._lease(frontier_id), reason, retry_in, attempt))
+
+    def report(self, frontier_id: int, problem: Problem) -> float | None:
+        """An errback's problem: a retry after a stored wait, or a dead letter (None)."""
+        if frontier_id not in self.outcomes:
+            return None
+        retry_in = self.retry.retry_in(self._tries.get(frontier_id, 0) + 1, problem)
+        self.outcomes.failed(frontier_id, problem.reason, retry_in)
+        return retry_in
 
     def _response_received(self, response: Any, request: Request) -> None:
         frontier_id = request.meta.get(FRONTIER_ID)
         if frontier_id is not None:
             self.outcomes.response_received(frontier_id)
+        slot = request.meta.get(SLOT_META)
+        if self.limiter is not None and slot in self._slots:
+            host, since = self._slots[slot]
+            try:
+                self.limiter.feedback(host, self.limits, response.status, time.monotonic() - since)
+            except Exception as exc:  # adapting is best effort: the next call shows an outage
+                logger.debug("Could not adapt the rate of %s: %s", host, exc)
 
     def _item_settled(self, item: Any, response: Any, **kwargs: Any) -> None:
         if (frontier_id := _frontier_id(response)) is not None:
@@ -354,7 +478,11 @@ class FrontierScheduler:
         self._inc("queued", committed.queued)
         self._inc("duplicates", len(entries) - committed.queued)
         self._inc("acked", len(acks))
-        self._inc("failed", len(failures))
+        retried = sum(1 for f in failures if f.retry_in is not None)
+        if retried:
+            failpoints.hit("frontier.after_retry_flush")
+        self._inc("retried", retried)
+        self._inc("failed", len(failures) - retried)
         if committed.refused:
             self._stale(committed.refused)
 
@@ -469,6 +597,37 @@ class FrontierScheduler:
 
 def this_host() -> str:
     return socket.gethostname()
+
+
+def politeness_limits(settings: Any, profile: Any) -> Limits:
+    """The profile's ``politeness:``, else the RECORDHOUND_POLITENESS_* settings."""
+    from recordhound.config import non_negative_float, non_negative_int
+
+    spec = getattr(profile, "politeness", None)
+    rate = getattr(spec, "requests_per_second", None)
+    concurrency = getattr(spec, "concurrency", None)
+    return Limits(rate if rate is not None else non_negative_float(settings, "RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND"),
+                  concurrency if concurrency is not None else non_negative_int(settings, "RECORDHOUND_POLITENESS_CONCURRENCY"),
+                  settings.getbool("RECORDHOUND_POLITENESS_ADAPTIVE"))
+
+
+def make_limiter(config: FrontierConfig, settings: Any) -> HostLimiter:
+    """Redis-shared limits when the frontier is in Redis, else this process's own."""
+    if not config.redis_url:
+        from recordhound.frontier.politeness import LocalLimiter
+
+        return LocalLimiter()
+    import redis
+
+    from recordhound.frontier.politeness_redis import RedisLimiter
+
+    client = redis.Redis.from_url(config.redis_url, socket_timeout=config.call_timeout_seconds,
+                                  socket_connect_timeout=config.call_timeout_seconds)
+    return RedisLimiter(client, config.redis_prefix, settings.getfloat("DOWNLOAD_TIMEOUT") + SLOT_MARGIN_SECONDS)
+
+
+def _host(request: Request) -> str:
+    return urlparse(request.url).netloc.lower()
 
 
 def _redirect_loop(request: Request) -> bool:

@@ -1,12 +1,14 @@
 """Embedded frontier: one SQLite file (WAL) per crawl, under JOBDIR or a per-source folder.
 
-Tables: ``queue`` (queued rows have owner NULL; leased rows name their node and expiry),
-``seen`` (8-byte fingerprints, WITHOUT ROWID), ``failed``, ``counters``, ``nodes``.
+Tables: ``queue`` (queued rows have owner NULL; leased rows name their node and expiry; a retry
+waits until ``not_before``; ``history`` is the JSON list of its attempts), ``seen`` (8-byte
+fingerprints, WITHOUT ROWID), ``failed`` (dead letters), ``counters``, ``nodes``.
 Several processes on one machine may share the file; SQLite's write lock serializes them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -15,21 +17,27 @@ from contextlib import AbstractContextManager
 from recordhound.exceptions import RecordhoundError
 from recordhound.sqlite_tx import immediate
 from recordhound.frontier.backend import (
-    Committed, Counts, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo)
+    REQUEUED, Committed, Counts, DeadLetter, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo,
+    count_history, parse_history)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT, priority INTEGER NOT NULL, payload TEXT NOT NULL,
-    owner TEXT, expires REAL, attempts INTEGER NOT NULL DEFAULT 0);
+    owner TEXT, expires REAL, attempts INTEGER NOT NULL DEFAULT 0, not_before REAL, history TEXT);
 CREATE INDEX IF NOT EXISTS queue_ready ON queue(priority DESC, id) WHERE owner IS NULL;
 CREATE INDEX IF NOT EXISTS queue_leased ON queue(owner, expires) WHERE owner IS NOT NULL;
 CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS failed (id INTEGER PRIMARY KEY, payload TEXT, reason TEXT, at REAL);
+CREATE TABLE IF NOT EXISTS failed (id INTEGER PRIMARY KEY, payload TEXT, reason TEXT, at REAL,
+    history TEXT, priority INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, host TEXT, pid INTEGER, token TEXT, heartbeat REAL);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
 CURRENT = "id = ? AND attempts = ? AND owner IS NOT NULL"  # the lease named by (id, token) is current
+ADDED_COLUMNS = {  # columns newer than the first frontier files: added when an older file is opened
+    "queue": ("not_before REAL", "history TEXT"),
+    "failed": ("history TEXT", "priority INTEGER NOT NULL DEFAULT 0", "attempts INTEGER NOT NULL DEFAULT 0"),
+}
 
 
 class SqliteFrontier(FrontierBackend):
@@ -44,8 +52,18 @@ class SqliteFrontier(FrontierBackend):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+            self._add_columns(self._db)
         except (OSError, sqlite3.Error) as exc:
             raise RecordhoundError(f"cannot open the frontier file {self.path}: {exc}") from exc
+
+    @staticmethod
+    def _add_columns(db: sqlite3.Connection) -> None:
+        with immediate(db):
+            for table, columns in ADDED_COLUMNS.items():
+                present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                for column in columns:
+                    if column.split()[0] not in present:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
     def close(self) -> None:
         if self._db is not None:
@@ -86,33 +104,49 @@ class SqliteFrontier(FrontierBackend):
             self._add(db, "queued", queued)
             done = sum(db.execute(f"DELETE FROM queue WHERE {CURRENT}", (a.id, a.token)).rowcount for a in acks)
             self._add(db, "done", done)
-            failed = self._fail(db, failures)
+            taken = self._fail(db, failures)
             if seeded:
                 db.execute("INSERT OR REPLACE INTO state VALUES ('seeded', '1')")
-        return Committed(queued, len(acks) + len(failures) - done - failed)
+        return Committed(queued, len(acks) + len(failures) - done - taken)
 
     def _fail(self, db: sqlite3.Connection, failures: list[Failure]) -> int:
-        failed = 0
+        """Retries go back to the queue to wait, the rest to the dead letters; returns how many
+        failures were taken (the rest named a lease that is no longer current)."""
+        failed = retried = 0
+        now = self.now()
         for failure in failures:
-            row = db.execute(f"DELETE FROM queue WHERE {CURRENT} RETURNING payload",
-                             (failure.lease.id, failure.lease.token)).fetchone()
-            if row:
-                db.execute("INSERT INTO failed VALUES (?, ?, ?, ?)",
-                           (failure.lease.id, row[0], failure.reason, self.now()))
-                failed += 1
+            lease = (failure.lease.id, failure.lease.token)
+            row = db.execute(f"SELECT history FROM queue WHERE {CURRENT}", lease).fetchone()
+            if row is None:
+                continue
+            history = _appended(row[0], failure.attempt)
+            if failure.retry_in is not None:
+                db.execute(f"UPDATE queue SET owner = NULL, expires = NULL, not_before = ?, history = ? WHERE {CURRENT}",
+                           (now + failure.retry_in, history, *lease))
+                retried += 1
+                continue
+            payload, priority, attempts = db.execute(
+                f"DELETE FROM queue WHERE {CURRENT} RETURNING payload, priority, attempts", lease).fetchone()
+            db.execute("INSERT INTO failed (id, payload, reason, at, history, priority, attempts) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (failure.lease.id, payload, failure.reason, now, history, priority, attempts))
+            failed += 1
         self._add(db, "failed", failed)
-        return failed
+        self._add(db, "queued", retried)
+        return failed + retried
 
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
+        now = self.now()
         with self._tx() as db:
             rows = db.execute(
                 "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1 WHERE id IN ("
-                " SELECT id FROM queue WHERE owner IS NULL ORDER BY priority DESC, id LIMIT ?)"
-                " RETURNING id, payload, attempts, priority",
-                (node, self.now() + lease_seconds, count)).fetchall()
+                " SELECT id FROM queue WHERE owner IS NULL AND (not_before IS NULL OR not_before <= ?)"
+                " ORDER BY priority DESC, id LIMIT ?)"
+                " RETURNING id, payload, attempts, priority, history",
+                (node, now + lease_seconds, now, count)).fetchall()
             self._add(db, "queued", -len(rows))
         rows.sort(key=lambda r: (-r[3], r[0]))
-        return [Leased(r[0], r[1], r[2]) for r in rows]
+        return [Leased(r[0], r[1], r[2], *count_history(r[4])) for r in rows]
 
     def _requeue(self, where: str, params: tuple[object, ...]) -> int:
         with self._tx() as db:
@@ -154,7 +188,9 @@ class SqliteFrontier(FrontierBackend):
         leased = dict(self._db.execute(
             "SELECT owner, count(*) FROM queue WHERE owner IS NOT NULL GROUP BY owner").fetchall())
         state = dict(self._db.execute("SELECT key, value FROM state").fetchall())
-        return Counts(queued=counters.get("queued", 0), leased=leased, done=counters.get("done", 0),
+        waiting = self._db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND not_before > ?",
+                                   (self.now(),)).fetchone()[0]
+        return Counts(waiting=waiting, queued=counters.get("queued", 0), leased=leased, done=counters.get("done", 0),
                       failed=counters.get("failed", 0), seen=counters.get("seen", 0),
                       status=state.get("status") or "new",
                       seeded="seeded" in state or "started" in state,  # "started": files before 0.2
@@ -163,6 +199,30 @@ class SqliteFrontier(FrontierBackend):
     def failures(self, limit: int = 100) -> list[tuple[str, str]]:
         assert self._db is not None
         return self._db.execute("SELECT payload, reason FROM failed ORDER BY at DESC LIMIT ?", (limit,)).fetchall()
+
+    def dead_letters(self) -> list[DeadLetter]:
+        assert self._db is not None
+        rows = self._db.execute("SELECT id, payload, reason, at, history, priority FROM failed ORDER BY at, id")
+        return [DeadLetter(r[0], r[1], r[2], r[3], parse_history(r[4]), r[5]) for r in rows]
+
+    def requeue_failed(self, ids: list[int]) -> int:
+        moved = 0
+        with self._tx() as db:
+            now = self.now()
+            for frontier_id in ids:
+                row = db.execute("DELETE FROM failed WHERE id = ? RETURNING payload, priority, attempts, history",
+                                 (frontier_id,)).fetchone()
+                if row is None:
+                    continue
+                history = _appended(row[3], json.dumps({"at": now, "outcome": REQUEUED}))
+                db.execute("INSERT INTO queue (id, priority, payload, attempts, history) VALUES (?, ?, ?, ?, ?)",
+                           (frontier_id, row[1], row[0], row[2], history))
+                moved += 1
+            self._add(db, "failed", -moved)
+            self._add(db, "queued", moved)
+            if moved:
+                db.execute("UPDATE state SET value = 'running' WHERE key = 'status' AND value = 'completed'")
+        return moved
 
     def claim_start(self, token: str, replace_token: str) -> bool:
         with self._tx() as db:
@@ -238,3 +298,10 @@ class SqliteFrontier(FrontierBackend):
             for table in ("queue", "seen", "failed", "counters", "nodes", "state"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
             db.execute("DELETE FROM sqlite_sequence WHERE name = 'queue'")  # ids count from 1 again
+
+
+def _appended(history: str | None, attempt: str) -> str | None:
+    """The stored history with one more attempt (a JSON object; empty: nothing to add)."""
+    if not attempt:
+        return history
+    return json.dumps([*parse_history(history), json.loads(attempt)])

@@ -1,14 +1,44 @@
-"""`recordhound frontier status|reset|verify`: one crawl's frontier as the operators see it."""
+"""`recordhound frontier status|reset|verify|failed|retry`: one crawl's frontier as the operators see it."""
 
 from __future__ import annotations
 
 import glob
 import os
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from recordhound.config import FrontierConfig
-from recordhound.frontier.backend import FrontierBackend
+from recordhound.frontier.backend import DeadLetter, FrontierBackend
 from recordhound.frontier.factory import make_backend
+
+
+@contextmanager
+def opened(config: FrontierConfig, crawl: str) -> Iterator[FrontierBackend]:
+    """One crawl's backend, open for a command (which may wait longer than a crawl's reactor)."""
+    backend = make_backend(config, crawl, timeout=30.0)
+    backend.open()
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+def reason_kind(reason: str) -> str:
+    """The group of a failure reason: "http_404", "download_failed", "redirect_loop", ..."""
+    return reason.split(":", 1)[0].split(" (attempt", 1)[0].strip()
+
+
+def failures_by_reason(backend: FrontierBackend) -> dict[str, int]:
+    return dict(Counter(reason_kind(letter.reason) for letter in backend.dead_letters()).most_common())
+
+
+def matching(letters: list[DeadLetter], reason: str | None = None, url: str | None = None) -> list[DeadLetter]:
+    """Dead letters of one reason group (or whose reason contains ``reason``) and/or one URL."""
+    return [letter for letter in letters
+            if (reason is None or reason_kind(letter.reason) == reason or reason in letter.reason)
+            and (url is None or letter.url == url)]
 
 
 def known_crawls(config: FrontierConfig) -> list[str]:
@@ -39,32 +69,23 @@ def describe(backend: FrontierBackend, crawl: str) -> dict[str, Any]:
         "nodes": {node: {"host": i.host, "pid": i.pid, "heartbeat_age_seconds": round(now - i.heartbeat, 1)}
                   for node, i in backend.nodes().items()},
         "recent_failures": [reason for _, reason in backend.failures(5)],
+        "waiting_for_retry": counts.waiting, "failed_by_reason": failures_by_reason(backend),
     }
 
 
 def status(config: FrontierConfig, crawl: str) -> dict[str, Any]:
-    backend = make_backend(config, crawl, timeout=30.0)
-    backend.open()
-    try:
+    with opened(config, crawl) as backend:
         return describe(backend, crawl)
-    finally:
-        backend.close()
 
 
 def reset(config: FrontierConfig, crawl: str) -> None:
-    backend = make_backend(config, crawl, timeout=30.0)
-    backend.open()
-    try:
+    with opened(config, crawl) as backend:
         backend.reset()
-    finally:
-        backend.close()
 
 
 def verify(config: FrontierConfig, crawl: str) -> list[str]:
     """The backend's own consistency checks, plus what must hold for the crawl as a whole."""
-    backend = make_backend(config, crawl, timeout=30.0)
-    backend.open()
-    try:
+    with opened(config, crawl) as backend:
         problems = backend.verify()
         counts, nodes = backend.counts(), backend.nodes()
         if counts.status == "completed" and not counts.drained:
@@ -73,5 +94,3 @@ def verify(config: FrontierConfig, crawl: str) -> list[str]:
         problems += [f"{count} leases are held by node {node}, which is not registered"
                      for node, count in sorted(counts.leased.items()) if node not in nodes]
         return problems
-    finally:
-        backend.close()

@@ -73,6 +73,24 @@ class RenderSpec:
 
 
 @dataclass(frozen=True)
+class RetrySpec:
+    """A profile's ``retry:``; None keeps the ``RECORDHOUND_RETRY_*`` setting."""
+
+    base_seconds: float | None = None
+    cap_seconds: float | None = None
+    max_attempts: int | None = None
+    http_codes: tuple[int, ...] = ()  # transient besides the setting's codes
+
+
+@dataclass(frozen=True)
+class PolitenessSpec:
+    """A profile's ``politeness:`` per host, shared by every node; None keeps the setting."""
+
+    requests_per_second: float | None = None
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     path: str
@@ -87,6 +105,8 @@ class Profile:
     location: str = ""  # file sources: the file's path
     render: Mapping[str, RenderSpec] = field(default_factory=lambda: MappingProxyType({}))
     structured: str | None = None  # "schema.org": unnamed fields come from the page's markup
+    retry: RetrySpec = RetrySpec()
+    politeness: PolitenessSpec = PolitenessSpec()
 
     @property
     def structured_kinds(self) -> frozenset[str]:

@@ -32,13 +32,15 @@ from recordhound.sources.profile import (
     STRUCTURED_KINDS,
     PriceSpec,
     Profile,
+    PolitenessSpec,
     RenderSpec,
+    RetrySpec,
     SelectorSpec,
 )
 from recordhound.sources.structured import compiled
 
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
-            "render", "structured"}
+            "render", "structured", "retry", "politeness"}
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
 _CSS = HTMLTranslator()
@@ -85,6 +87,21 @@ class _Doc:
             raise self.fail(f"expected a whole number, got {self.value!r}")
         return self.value
 
+    def seconds(self) -> float | None:
+        """A number above 0 (seconds, or a rate), or None when absent."""
+        if self.value is None:
+            return None
+        if isinstance(self.value, bool) or not isinstance(self.value, int | float) or self.value <= 0:
+            raise self.fail(f"expected a number above 0, got {self.value!r}")
+        return float(self.value)
+
+    def positive_integer(self) -> int | None:
+        if self.value is None:
+            return None
+        if isinstance(self.value, bool) or not isinstance(self.value, int) or self.value < 1:
+            raise self.fail(f"expected a whole number of 1 or more, got {self.value!r}")
+        return self.value
+
     def boolean(self, default: bool) -> bool:
         if self.value is None:
             return default
@@ -120,7 +137,29 @@ def build_profile(path: str, document: Any) -> Profile:
         trusted=root.child("trusted").boolean(False),
         render=MappingProxyType(_render(root.child("render"))),
         structured=structured,
+        retry=_retry(root.child("retry")),
+        politeness=_politeness(root.child("politeness")),
     )
+
+
+def _retry(doc: _Doc) -> RetrySpec:
+    """``retry: {base_seconds: 2, cap_seconds: 120, max_attempts: 8, http_codes: [520]}``"""
+    if doc.value is None:
+        return RetrySpec()
+    doc.mapping({"base_seconds", "cap_seconds", "max_attempts", "http_codes"})
+    codes = doc.child("http_codes").value or []
+    if not isinstance(codes, list) or not all(isinstance(c, int) and 400 <= c <= 599 for c in codes):
+        raise doc.fail(f"expected a list of HTTP status codes (400-599), got {codes!r}", f"{doc.key}.http_codes")
+    return RetrySpec(doc.child("base_seconds").seconds(), doc.child("cap_seconds").seconds(),
+                     doc.child("max_attempts").positive_integer(), tuple(codes))
+
+
+def _politeness(doc: _Doc) -> PolitenessSpec:
+    """``politeness: {requests_per_second: 2, concurrency: 4}`` (per host, every node together)"""
+    if doc.value is None:
+        return PolitenessSpec()
+    doc.mapping({"requests_per_second", "concurrency"})
+    return PolitenessSpec(doc.child("requests_per_second").seconds(), doc.child("concurrency").positive_integer())
 
 
 def _render(doc: _Doc) -> dict[str, RenderSpec]:

@@ -13,11 +13,11 @@ from urllib.parse import urljoin, urlparse
 
 import scrapy
 from scrapy.http import Response, TextResponse
-from scrapy.spidermiddlewares.httperror import HttpError
 
 from recordhound.errors import record_error
 from recordhound.exceptions import ConfigError, ProfileError
 from recordhound.frontier.registry import report_failure
+from recordhound.frontier.retry import RetryPolicy
 from recordhound.middlewares.render import RENDER_META, enable_rendering
 from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release, structured_data
@@ -38,6 +38,7 @@ class CatalogSpider(scrapy.Spider):
         super().__init__(*args, **kwargs)
         assert profile is not None, "build CatalogSpider with from_crawler"
         self.profile = profile
+        self.retry_policy: RetryPolicy | None = None  # set by from_crawler (the scheduler uses it too)
         self.allowed_domains = list(profile.allowed_domains) or [urlparse(profile.base_url).hostname or ""]
 
     @classmethod
@@ -58,6 +59,7 @@ class CatalogSpider(scrapy.Spider):
                 logger.critical("Not crawling: %s", exc)
                 raise
         spider = super().from_crawler(crawler, *args, profile=profile, **kwargs)
+        spider.retry_policy = RetryPolicy.from_settings(crawler.settings, profile.retry)
         logger.info("recordhound: crawling source %s (profile %s)", source, profile.path)  # `recordhound jobs` reads it
         return spider
 
@@ -97,14 +99,14 @@ class CatalogSpider(scrapy.Spider):
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on errback failures
-        error = failure.value
-        if isinstance(error, HttpError):
-            kind, message = f"http_{error.response.status}", "HTTP error response"
-        else:
-            kind, message = "download_failed", f"{type(error).__name__}: {failure.getErrorMessage()}"
-        assert self.crawler is not None
-        record_error(self.crawler, kind, request.url, message)
-        report_failure(self.crawler, request, f"{kind}: {message}")
+        assert self.crawler is not None and self.retry_policy is not None
+        problem = self.retry_policy.classify(failure)
+        retry_in = report_failure(self.crawler, request, problem)
+        if retry_in is None:
+            record_error(self.crawler, problem.kind, request.url, problem.message)
+            return
+        self.crawler.stats.inc_value(f"recordhound/retry/{problem.kind}")
+        logger.debug("Retrying %s in %.1f s: %s", request.url, retry_in, problem.reason)
 
     def _is_text(self, response: Response) -> TypeGuard[TextResponse]:
         if isinstance(response, TextResponse):

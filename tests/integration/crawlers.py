@@ -12,6 +12,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from recordhound.config import FrontierConfig
 from recordhound.frontier.backend import Counts, FrontierBackend
 from recordhound.frontier.redis import RedisFrontier
@@ -80,6 +82,10 @@ class CrawlSetup:
             queue = RedisDocStore(self.redis_url, self.prefix)
             queue.drop()
             queue.close()
+            client = redis.Redis.from_url(self.redis_url)  # the per-host politeness state
+            for key in client.scan_iter(match=f"{self.prefix}:hosts:*", count=1000):
+                client.unlink(key)
+            client.close()
 
 
 class Crawler:

@@ -53,7 +53,7 @@ def _assert_faults_handled(db: ProductDb, shop: ShopProcess, truth: dict, stats:
     hits = shop.hits()
     titles = {r.title for r in db.rows("SELECT title FROM releases")}
     offers = db.offers()
-    assert hits[faults["flaky"]] == 2 and stats["retry/count"] == 1  # 500 once, then stored
+    assert hits[faults["flaky"]] == 2 and stats["recordhound/retry/http_500"] == 1  # 500 once, then stored
     assert hits[faults["not_found"]] == 1 and stats["recordhound/errors/http_404"] == 1
     assert hits[faults["pagination_loop"]] == 1  # the loop back to page 1 is not refetched
     assert hits[faults["redirect"]] == 1  # followed once; its target is fetched once (below)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -203,3 +204,46 @@ def test_a_call_on_the_reactor_waits_a_bounded_time_then_counts_as_an_outage(
     holder.close()
     assert time.monotonic() - started < 2 and backend.is_transient(raised.value)
     assert backend.commit([entry("b")], [], []).queued == 1
+
+
+def attempt(outcome: str) -> str:
+    return json.dumps({"at": time.time(), "node": "n1", "outcome": outcome})
+
+
+def test_a_retry_waits_its_backoff_in_the_store_keeps_its_place_and_history(backend: FrontierBackend) -> None:
+    backend.commit([entry("r", 5), entry("other")], [], [])
+    (r,) = backend.lease("n1", 1, 60)
+    assert r.payload == "r" and (r.outcomes, r.tries) == (0, 0)
+    committed = backend.commit([], [], [Failure(r.lease, "http_503", retry_in=0.6, attempt=attempt("http_503"))])
+    assert committed.refused == 0
+    counts = backend.counts()
+    assert (counts.queued, counts.waiting, counts.failed) == (2, 1, 0) and not counts.drained
+    assert [x.payload for x in backend.lease("n1", 5, 60)] == ["other"]  # not before its time
+    assert backend.lease("n2", 5, 60) == []
+    time.sleep(0.7)
+    (again,) = backend.lease("n2", 5, 60)  # another node may take the retry
+    assert (again.payload, again.attempts, again.outcomes, again.tries) == ("r", 2, 1, 1)
+    assert backend.commit([], [], [Failure(r.lease, "late", retry_in=0)]).refused == 1  # fenced
+    backend.commit([], [again.lease], [])
+    assert backend.counts().done == 1 and backend.verify() == []
+
+
+def test_dead_letters_keep_reason_and_history_and_go_back_on_request(backend: FrontierBackend) -> None:
+    backend.commit([entry("gone", 7), entry("ok")], [], [], seeded=True)
+    gone, ok = backend.lease("n1", 2, 60)
+    backend.commit([], [], [Failure(gone.lease, "http_503", retry_in=0, attempt=attempt("http_503"))])
+    (gone,) = backend.lease("n1", 1, 60)
+    backend.commit([], [ok.lease], [Failure(gone.lease, "http_503: after 2 attempts", attempt=attempt("http_503"))])
+    backend.set_status("completed")
+    (letter,) = backend.dead_letters()
+    assert (letter.payload, letter.reason, letter.priority) == ("gone", "http_503: after 2 attempts", 7)
+    assert [h["outcome"] for h in letter.history] == ["http_503", "http_503"]
+    assert backend.verify() == []
+    assert backend.requeue_failed([letter.id, 999]) == 1
+    counts = backend.counts()
+    assert (counts.queued, counts.failed, counts.status, counts.drained) == (1, 0, "running", False)
+    (back,) = backend.lease("n2", 5, 60)
+    assert (back.id, back.payload, back.outcomes, back.tries) == (letter.id, "gone", 2, 0)
+    assert back.attempts == 3  # the fencing token only grows
+    backend.commit([], [back.lease], [])
+    assert backend.dead_letters() == [] and backend.verify() == []

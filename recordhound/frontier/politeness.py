@@ -1,0 +1,124 @@
+"""Per-host politeness shared by every node: a token bucket (requests per second) and
+concurrency slots (requests in flight), with an adaptive rate.
+
+The scheduler asks ``acquire`` before it hands a request to the engine and ``release`` when the
+request leaves the downloader. With Redis (``RedisLimiter``) the bucket and the slots live in
+Redis and are updated by Lua scripts, so all nodes together keep the limits; a slot carries an
+expiry (the download timeout and a margin), so the slots of a node that died come back. Embedded,
+``LocalLimiter`` keeps the same limits in this process.
+
+Adaptive (AutoThrottle's idea, for the whole cluster): a 429 or 503, or a response much slower
+than the host's usual, lowers the host's rate (at most once per ``CUT_COOLDOWN_SECONDS``); each
+good response raises it by a little, back up to the configured rate.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+FULL = -1.0  # acquire: every concurrency slot is taken (wait for a release)
+SLOT_WAIT_SECONDS = 0.05  # how long a node waits before asking again for a full host's slot
+CUT_FACTOR, SLOW_FACTOR = 0.5, 0.8  # the rate after a 429/503, after a slow response
+RAISE_SHARE = 0.02  # each good response raises the rate by this share of the configured rate
+FLOOR_SHARE = 0.05  # the rate never goes below this share of the configured rate
+CUT_COOLDOWN_SECONDS = 1.0
+SLOW_FACTOR_OF_USUAL, SLOW_MIN_SECONDS = 3.0, 1.0  # "slow": this many times the usual latency, and at least this
+THROTTLED = (429, 503)
+
+
+@dataclass(frozen=True)
+class Limits:
+    requests_per_second: float = 0.0  # 0: no limit
+    concurrency: int = 0  # 0: no limit
+    adaptive: bool = True
+
+    @property
+    def active(self) -> bool:
+        return self.requests_per_second > 0 or self.concurrency > 0
+
+
+class HostLimiter(ABC):
+    @abstractmethod
+    def acquire(self, host: str, slot: str, limits: Limits) -> float:
+        """Take a token and a slot named ``slot`` for ``host``: 0.0 when taken, else the seconds
+        to wait before asking again (``FULL``: every slot is taken)."""
+
+    @abstractmethod
+    def release(self, host: str, slot: str) -> None: ...
+
+    @abstractmethod
+    def feedback(self, host: str, limits: Limits, status: int | None, latency: float) -> None:
+        """Adapt the host's rate to a response (``status`` None: a download error)."""
+
+    def forget_node(self, node: str) -> None:
+        """Free the slots a previous process of ``node`` left behind (it was killed)."""
+
+    def close(self) -> None: ...
+
+
+def next_rate(rate: float, configured: float, status: int | None, latency: float, usual: float,
+              since_cut: float) -> float:
+    """The host's rate after one response (the same rule as the Redis script)."""
+    floor = configured * FLOOR_SHARE
+    if status in THROTTLED:
+        return max(floor, rate * CUT_FACTOR) if since_cut >= CUT_COOLDOWN_SECONDS else rate
+    if usual > 0 and latency > max(SLOW_MIN_SECONDS, usual * SLOW_FACTOR_OF_USUAL):
+        return max(floor, rate * SLOW_FACTOR) if since_cut >= CUT_COOLDOWN_SECONDS else rate
+    return min(configured, rate + configured * RAISE_SHARE)
+
+
+@dataclass
+class _Host:
+    tokens: float = 1.0
+    stamp: float = 0.0
+    rate: float = 0.0  # current (adaptive) rate; 0: the configured one
+    usual: float = 0.0  # moving average of the latency
+    cut_at: float = 0.0
+    slots: set[str] | None = None
+
+
+class LocalLimiter(HostLimiter):
+    """The limits within this process (the embedded frontier)."""
+
+    def __init__(self) -> None:
+        self._hosts: dict[str, _Host] = {}
+
+    def _host(self, host: str) -> _Host:
+        return self._hosts.setdefault(host, _Host(stamp=time.monotonic(), slots=set()))
+
+    def acquire(self, host: str, slot: str, limits: Limits) -> float:
+        state, now = self._host(host), time.monotonic()
+        assert state.slots is not None
+        if limits.concurrency and len(state.slots) >= limits.concurrency:
+            return FULL
+        if limits.requests_per_second:
+            rate = min(state.rate or limits.requests_per_second, limits.requests_per_second)
+            state.tokens = min(1.0, state.tokens + (now - state.stamp) * rate)
+            state.stamp = now
+            if state.tokens < 1.0:
+                return (1.0 - state.tokens) / rate
+            state.tokens -= 1.0
+        if limits.concurrency:
+            state.slots.add(slot)
+        return 0.0
+
+    def release(self, host: str, slot: str) -> None:
+        state = self._hosts.get(host)
+        if state is not None and state.slots is not None:
+            state.slots.discard(slot)
+
+    def feedback(self, host: str, limits: Limits, status: int | None, latency: float) -> None:
+        if not (limits.adaptive and limits.requests_per_second):
+            return
+        state, now = self._host(host), time.monotonic()
+        old = state.rate or limits.requests_per_second
+        state.rate = next_rate(old, limits.requests_per_second, status, latency, state.usual, now - state.cut_at)
+        if state.rate < old:
+            state.cut_at = now
+        if status not in THROTTLED:
+            state.usual = latency if not state.usual else 0.9 * state.usual + 0.1 * latency
+
+    def rate(self, host: str) -> float:
+        return self._host(host).rate

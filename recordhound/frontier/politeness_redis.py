@@ -1,0 +1,142 @@
+"""Politeness shared through Redis: every node's token bucket and slots for a host, in Lua.
+
+Keys (P = ``{RECORDHOUND_REDIS_PREFIX}:hosts:{host}``, shared by every crawl of that host):
+
+    P          HASH  tokens, stamp (Redis clock), rate (current adaptive rate), usual (latency), cut_at
+    P:slots    ZSET  "node|n" -> expiry: requests in flight; an expired slot is free again
+
+Both keys expire an hour after their last use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+from recordhound.frontier import politeness as p
+from recordhound.frontier.politeness import HostLimiter, Limits
+
+KEY_TTL_SECONDS = 3600
+
+# KEYS: bucket slots   ARGV: rate concurrency slot slot_ttl key_ttl
+ACQUIRE = """
+local now = redis.call('TIME')
+local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
+local configured, concurrency = tonumber(ARGV[1]), tonumber(ARGV[2])
+if concurrency > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', clock)
+  if redis.call('ZCARD', KEYS[2]) >= concurrency then return '-1' end
+end
+if configured > 0 then
+  local b = redis.call('HMGET', KEYS[1], 'tokens', 'stamp', 'rate')
+  local rate = tonumber(b[3]) or configured
+  if rate > configured or rate <= 0 then rate = configured end
+  local tokens = tonumber(b[1]) or 1
+  local stamp = tonumber(b[2]) or clock
+  tokens = math.min(1, tokens + math.max(0, clock - stamp) * rate)
+  if tokens < 1 then
+    redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'stamp', tostring(clock))
+    redis.call('EXPIRE', KEYS[1], ARGV[5])
+    return tostring((1 - tokens) / rate)
+  end
+  redis.call('HSET', KEYS[1], 'tokens', tostring(tokens - 1), 'stamp', tostring(clock))
+  redis.call('EXPIRE', KEYS[1], ARGV[5])
+end
+if concurrency > 0 then
+  redis.call('ZADD', KEYS[2], clock + tonumber(ARGV[4]), ARGV[3])
+  redis.call('EXPIRE', KEYS[2], ARGV[5])
+end
+return '0'
+"""
+
+# KEYS: bucket   ARGV: configured status latency key_ttl  + the constants of politeness.next_rate
+FEEDBACK = """
+local now = redis.call('TIME')
+local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
+local configured, status, latency = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local cut, slow, raise, floor_share, cooldown, slow_times, slow_min =
+  tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]),
+  tonumber(ARGV[10]), tonumber(ARGV[11])
+local b = redis.call('HMGET', KEYS[1], 'rate', 'usual', 'cut_at')
+local rate = tonumber(b[1]) or configured
+if rate > configured then rate = configured end
+local usual, cut_at = tonumber(b[2]) or 0, tonumber(b[3]) or 0
+local floor = configured * floor_share
+local throttled = status == 429 or status == 503
+local new = rate
+if throttled then
+  if clock - cut_at >= cooldown then new = math.max(floor, rate * cut) end
+elseif usual > 0 and latency > math.max(slow_min, usual * slow_times) then
+  if clock - cut_at >= cooldown then new = math.max(floor, rate * slow) end
+else
+  new = math.min(configured, rate + configured * raise)
+end
+if new < rate then redis.call('HSET', KEYS[1], 'cut_at', tostring(clock)) end
+if not throttled then
+  if usual == 0 then usual = latency else usual = 0.9 * usual + 0.1 * latency end
+  redis.call('HSET', KEYS[1], 'usual', tostring(usual))
+end
+redis.call('HSET', KEYS[1], 'rate', tostring(new))
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return tostring(new)
+"""
+
+# KEYS: none   ARGV: slots_key_pattern node   (slots of a killed process of this node id)
+FORGET_NODE = """
+local freed = 0
+local cursor = '0'
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do
+    for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+      if string.sub(member, 1, #ARGV[2] + 1) == ARGV[2] .. '|' then
+        redis.call('ZREM', key, member)
+        freed = freed + 1
+      end
+    end
+  end
+until cursor == '0'
+return freed
+"""
+
+
+class RedisLimiter(HostLimiter):
+    def __init__(self, client: redis.Redis, prefix: str, slot_ttl: float) -> None:
+        self.r, self.prefix, self.slot_ttl = client, f"{prefix}:hosts", slot_ttl
+        self._acquire = client.register_script(ACQUIRE)
+        self._feedback = client.register_script(FEEDBACK)
+        self._forget = client.register_script(FORGET_NODE)
+
+    def _keys(self, host: str) -> list[str]:
+        return [f"{self.prefix}:{host}", f"{self.prefix}:{host}:slots"]
+
+    def acquire(self, host: str, slot: str, limits: Limits) -> float:
+        wait = float(self._acquire(keys=self._keys(host), args=[
+            repr(limits.requests_per_second), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS]))
+        return p.FULL if wait < 0 else wait
+
+    def release(self, host: str, slot: str) -> None:
+        self.r.zrem(self._keys(host)[1], slot)
+
+    def feedback(self, host: str, limits: Limits, status: int | None, latency: float) -> None:
+        if not (limits.adaptive and limits.requests_per_second):
+            return
+        constants: list[Any] = [p.CUT_FACTOR, p.SLOW_FACTOR, p.RAISE_SHARE, p.FLOOR_SHARE, p.CUT_COOLDOWN_SECONDS,
+                                p.SLOW_FACTOR_OF_USUAL, p.SLOW_MIN_SECONDS]
+        self._feedback(keys=self._keys(host)[:1], args=[
+            repr(limits.requests_per_second), status or 0, repr(latency), KEY_TTL_SECONDS, *constants])
+
+    def forget_node(self, node: str) -> None:
+        self._forget(keys=[], args=[f"{self.prefix}:*:slots", node])
+
+    def rate(self, host: str) -> float:
+        value = self.r.hget(self._keys(host)[0], "rate")
+        return float(value) if value else 0.0
+
+    def in_flight(self, host: str) -> int:
+        return int(self.r.zcard(self._keys(host)[1]))
+
+    def close(self) -> None:
+        self.r.close()
