@@ -12,23 +12,31 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 
-def _positive(settings: BaseSettings, name: str, kind: type[int] | type[float]) -> int | float:
-    what = "a whole number" if kind is int else "a number of seconds"
+def _number(settings: BaseSettings, name: str, kind: type[int] | type[float], zero_ok: bool) -> int | float:
+    what = "a whole number" if kind is int else "a number"
     try:
         value = settings.getint(name) if kind is int else settings.getfloat(name)
     except ValueError as exc:
         raise ConfigError(f"{name} must be {what}, got {settings.get(name)!r}") from exc
-    if value <= 0:
-        raise ConfigError(f"{name} must be {what} above 0, got {value}")
+    if value < 0 or (value == 0 and not zero_ok):
+        raise ConfigError(f"{name} must be {what} {'of 0 or more' if zero_ok else 'above 0'}, got {value}")
     return value
 
 
 def positive_int(settings: BaseSettings, name: str) -> int:
-    return int(_positive(settings, name, int))
+    return int(_number(settings, name, int, zero_ok=False))
 
 
 def positive_float(settings: BaseSettings, name: str) -> float:
-    return float(_positive(settings, name, float))
+    return float(_number(settings, name, float, zero_ok=False))
+
+
+def non_negative_int(settings: BaseSettings, name: str) -> int:
+    return int(_number(settings, name, int, zero_ok=True))
+
+
+def non_negative_float(settings: BaseSettings, name: str) -> float:
+    return float(_number(settings, name, float, zero_ok=True))
 
 
 def _bool(settings: BaseSettings, name: str) -> bool:
@@ -155,26 +163,6 @@ class FrontierConfig:
             seen_cache=positive_int(settings, "RECORDHOUND_FRONTIER_SEEN_CACHE"),
             call_timeout_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS"),
         )
-
-
-def non_negative_int(settings: BaseSettings, name: str) -> int:
-    try:
-        value = settings.getint(name)
-    except ValueError as exc:
-        raise ConfigError(f"{name} must be a whole number, got {settings.get(name)!r}") from exc
-    if value < 0:
-        raise ConfigError(f"{name} must be 0 or more, got {value}")
-    return value
-
-
-def non_negative_float(settings: BaseSettings, name: str) -> float:
-    try:
-        value = settings.getfloat(name)
-    except ValueError as exc:
-        raise ConfigError(f"{name} must be a number, got {settings.get(name)!r}") from exc
-    if value < 0:
-        raise ConfigError(f"{name} must be 0 or more, got {value}")
-    return value
 
 
 def redis_url(settings: BaseSettings) -> str:

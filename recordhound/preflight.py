@@ -17,7 +17,12 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 
 
 def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
-    load_profile(spider_args.get("source") or "demo", settings.getlist("RECORDHOUND_PROFILES_DIRS"))
+    from recordhound.frontier.politeness import politeness_limits
+    from recordhound.frontier.retry import RetryPolicy
+
+    profile = load_profile(spider_args.get("source") or "demo", settings.getlist("RECORDHOUND_PROFILES_DIRS"))
+    RetryPolicy.from_settings(settings, profile.retry)
+    politeness_limits(settings, profile)
     frontier = FrontierConfig.from_settings(settings)
     if frontier.redis_url:
         _ping_redis(frontier.redis_url)

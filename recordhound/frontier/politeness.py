@@ -17,6 +17,14 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from recordhound.config import FrontierConfig, non_negative_float, non_negative_int
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from recordhound.sources.profile import Profile
 
 FULL = -1.0  # acquire: every concurrency slot is taken (wait for a release)
 SLOT_WAIT_SECONDS = 0.05  # how long a node waits before asking again for a full host's slot
@@ -26,6 +34,7 @@ FLOOR_SHARE = 0.05  # the rate never goes below this share of the configured rat
 CUT_COOLDOWN_SECONDS = 1.0
 SLOW_FACTOR_OF_USUAL, SLOW_MIN_SECONDS = 3.0, 1.0  # "slow": this many times the usual latency, and at least this
 THROTTLED = (429, 503)
+SLOT_MARGIN_SECONDS = 5.0  # a slot outlives the download timeout by this much (then it is free again)
 
 
 @dataclass(frozen=True)
@@ -122,3 +131,27 @@ class LocalLimiter(HostLimiter):
 
     def rate(self, host: str) -> float:
         return self._host(host).rate
+
+
+def politeness_limits(settings: BaseSettings, profile: Profile | None) -> Limits:
+    """The profile's ``politeness:``, else the RECORDHOUND_POLITENESS_* settings."""
+    rate = non_negative_float(settings, "RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND")
+    concurrency = non_negative_int(settings, "RECORDHOUND_POLITENESS_CONCURRENCY")  # both checked at start-up
+    spec = profile.politeness if profile is not None else None
+    if spec is not None:
+        rate = spec.requests_per_second if spec.requests_per_second is not None else rate
+        concurrency = spec.concurrency if spec.concurrency is not None else concurrency
+    return Limits(rate, concurrency, settings.getbool("RECORDHOUND_POLITENESS_ADAPTIVE"))
+
+
+def make_limiter(config: FrontierConfig, settings: BaseSettings) -> HostLimiter:
+    """Redis-shared limits when the frontier is in Redis, else this process's own."""
+    if not config.redis_url:
+        return LocalLimiter()
+    import redis
+
+    from recordhound.frontier.politeness_redis import RedisLimiter
+
+    client = redis.Redis.from_url(config.redis_url, socket_timeout=config.call_timeout_seconds,
+                                  socket_connect_timeout=config.call_timeout_seconds)
+    return RedisLimiter(client, config.redis_prefix, settings.getfloat("DOWNLOAD_TIMEOUT") + SLOT_MARGIN_SECONDS)

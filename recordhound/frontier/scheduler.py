@@ -32,7 +32,8 @@ from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive
 from recordhound.frontier.outcomes import Outcomes
-from recordhound.frontier.politeness import FULL, SLOT_WAIT_SECONDS, HostLimiter, Limits
+from recordhound.frontier.politeness import (
+    FULL, SLOT_WAIT_SECONDS, HostLimiter, Limits, make_limiter, politeness_limits)
 from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
 from recordhound.frontier.renewer import Renewer
 from recordhound.frontier.retry import Problem, RetryPolicy
@@ -51,7 +52,6 @@ OPEN_TIMEOUT_SECONDS = 30.0  # opening runs on a thread: it may wait for a lock 
 RESET_WAIT_SECONDS = 0.2  # how often a starting node looks whether another one's reset is done
 STAT = "recordhound/frontier/"
 SLOT_META = "recordhound_slot"  # request.meta key: the politeness slot the request holds
-SLOT_MARGIN_SECONDS = 5.0  # a slot outlives the download timeout by this much (then it is free again)
 EXTRA_LEASE_SECONDS = 1.0  # while every request in hand waits for its host, lease more this often
 
 
@@ -597,33 +597,6 @@ class FrontierScheduler:
 
 def this_host() -> str:
     return socket.gethostname()
-
-
-def politeness_limits(settings: Any, profile: Any) -> Limits:
-    """The profile's ``politeness:``, else the RECORDHOUND_POLITENESS_* settings."""
-    from recordhound.config import non_negative_float, non_negative_int
-
-    spec = getattr(profile, "politeness", None)
-    rate = getattr(spec, "requests_per_second", None)
-    concurrency = getattr(spec, "concurrency", None)
-    return Limits(rate if rate is not None else non_negative_float(settings, "RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND"),
-                  concurrency if concurrency is not None else non_negative_int(settings, "RECORDHOUND_POLITENESS_CONCURRENCY"),
-                  settings.getbool("RECORDHOUND_POLITENESS_ADAPTIVE"))
-
-
-def make_limiter(config: FrontierConfig, settings: Any) -> HostLimiter:
-    """Redis-shared limits when the frontier is in Redis, else this process's own."""
-    if not config.redis_url:
-        from recordhound.frontier.politeness import LocalLimiter
-
-        return LocalLimiter()
-    import redis
-
-    from recordhound.frontier.politeness_redis import RedisLimiter
-
-    client = redis.Redis.from_url(config.redis_url, socket_timeout=config.call_timeout_seconds,
-                                  socket_connect_timeout=config.call_timeout_seconds)
-    return RedisLimiter(client, config.redis_prefix, settings.getfloat("DOWNLOAD_TIMEOUT") + SLOT_MARGIN_SECONDS)
 
 
 def _host(request: Request) -> str:

@@ -183,3 +183,5 @@ def test_crawl_status_shows_frontier_counts_rate_and_backlog(env: ReviewEnv, bas
     assert backlog > 0 and int(cells[7]) == backlog
     assert 'http-equiv="refresh"' in page
     assert f"{env.queue.counts()['parked']} items parked" in page
+    failed = row.split('class="failed">')[1].split("</td>")[0]
+    assert "http_404: 1" in failed and "redirect_loop: 1" in failed  # the shop's 404 and its redirect loop

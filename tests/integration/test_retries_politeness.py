@@ -232,3 +232,33 @@ def test_a_profile_sets_retry_and_politeness(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match="politeness.concurrency"):
         load_profile("rude", [str(tmp_path)])
 
+
+
+def test_the_redis_limiter_keeps_the_same_rules_as_the_local_one() -> None:
+    from recordhound.frontier.politeness import FULL, Limits, next_rate
+    from recordhound.frontier.politeness_redis import RedisLimiter
+    from tests.services import unique_prefix
+
+    prefix = unique_prefix()
+    limiter = RedisLimiter(redis.Redis.from_url(redis_url()), prefix, slot_ttl=30)
+    limits = Limits(requests_per_second=10, concurrency=2)
+    try:
+        assert limiter.acquire("shop", "n1|1", limits) == 0.0
+        wait = limiter.acquire("shop", "n1|2", limits)
+        assert 0.05 < wait <= 0.1
+        time.sleep(wait)
+        assert limiter.acquire("shop", "n2|1", limits) == 0.0
+        time.sleep(0.1)
+        assert limiter.acquire("shop", "n2|2", limits) == FULL and limiter.in_flight("shop") == 2
+        limiter.release("shop", "n2|1")
+        assert limiter.acquire("shop", "n2|2", limits) == 0.0
+        limiter.forget_node("n1")  # n1 died: its slot comes back, n2's stay
+        assert limiter.in_flight("shop") == 1
+        limiter.feedback("shop", limits, 429, 0.1)
+        assert limiter.rate("shop") == next_rate(10, 10, 429, 0.1, 0.0, since_cut=10) == 5
+        limiter.feedback("shop", limits, 200, 0.1)
+        assert limiter.rate("shop") == pytest.approx(5.2)
+    finally:
+        for key in limiter.r.scan_iter(match=f"{prefix}:*"):
+            limiter.r.unlink(key)
+        limiter.close()

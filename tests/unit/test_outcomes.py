@@ -9,7 +9,7 @@ from recordhound.frontier.scheduler import SeenCache
 def _tracker() -> tuple[Outcomes, list[int], list[tuple[int, str]]]:
     done: list[int] = []
     failed: list[tuple[int, str]] = []
-    return Outcomes(done.append, lambda i, r: failed.append((i, r))), done, failed
+    return Outcomes(done.append, lambda i, r, retry_in: failed.append((i, r))), done, failed
 
 
 def test_acked_only_when_output_is_exhausted_and_items_settled() -> None:
