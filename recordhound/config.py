@@ -12,8 +12,9 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 
-def _number(settings: BaseSettings, name: str, kind: type[int] | type[float], zero_ok: bool) -> int | float:
-    what = "a whole number" if kind is int else "a number"
+def _number(settings: BaseSettings, name: str, kind: type[int] | type[float], zero_ok: bool,
+            what: str = "a number") -> int | float:
+    what = "a whole number" if kind is int else what
     try:
         value = settings.getint(name) if kind is int else settings.getfloat(name)
     except ValueError as exc:
@@ -28,7 +29,7 @@ def positive_int(settings: BaseSettings, name: str) -> int:
 
 
 def positive_float(settings: BaseSettings, name: str) -> float:
-    return float(_number(settings, name, float, zero_ok=False))
+    return float(_number(settings, name, float, zero_ok=False, what="a number of seconds"))
 
 
 def non_negative_int(settings: BaseSettings, name: str) -> int:
