@@ -497,6 +497,30 @@ def admin(ctx: click.Context, host: str, port: int) -> None:
     uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
 
 
+@main.command("metrics")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=9410, show_default=True, type=click.IntRange(0, 65535))
+@setting_option
+def metrics(host: str, port: int) -> None:
+    """Serve Prometheus metrics of every crawl, source and the review queue (as the admin's /metrics)."""
+    import time
+
+    from prometheus_client import start_http_server
+
+    from recordhound.config import ReviewConfig, StoreConfig
+    from recordhound.db.migrate import open_database
+    from recordhound.metrics import registry
+    from recordhound.review.factory import open_queue
+
+    settings = current_settings()
+    engine = open_database(StoreConfig.from_settings(settings).database_url)
+    found = registry(_frontier_config(), engine, open_queue(ReviewConfig.from_settings(settings)))
+    server, _ = start_http_server(port, addr=host, registry=found)
+    click.echo(f"recordhound metrics on http://{host}:{server.server_port}/metrics", err=True)
+    while True:
+        time.sleep(3600)
+
+
 def _read_password(prompt: str) -> str:
     """Asked for twice on a terminal; one line of stdin when piped."""
     if sys.stdin.isatty():

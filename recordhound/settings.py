@@ -47,7 +47,11 @@ ITEM_PIPELINES = {
 }
 EXTENSIONS = {
     "recordhound.extensions.summary.CrawlSummary": 500,
+    "spidermon.contrib.scrapy.extensions.Spidermon": 510,
 }
+# Spidermon runs recordhound's crawl health checks when the spider closes (extensions/health.py)
+SPIDERMON_ENABLED = True
+SPIDERMON_SPIDER_CLOSE_MONITORS = ["recordhound.extensions.health.CrawlHealth"]
 
 # --- Sources ----------------------------------------------------------------------
 # Folders searched for SOURCE.yaml before the bundled profiles (relative to the cwd).
@@ -99,6 +103,12 @@ RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND = 0.0
 RECORDHOUND_POLITENESS_CONCURRENCY = 0
 # Lower a host's rate when it answers 429/503 or slows down, raise it slowly when it recovers (bool).
 RECORDHOUND_POLITENESS_ADAPTIVE = True
+
+# --- Crawl health (Spidermon) ---------------------------------------------------------------
+# A finished crawl is "failed" (source status, exit code 1) when it fetched no page, stored or
+# parked no item from its product pages, or when more than this share of its requests failed
+# (0-1; a profile's `health: {max_failed_share: ...}` overrides).
+RECORDHOUND_HEALTH_MAX_FAILED_SHARE = 0.25
 
 # --- Product database -------------------------------------------------------------
 # SQLAlchemy URL of the product database; empty means $DATABASE_URL, then a SQLite file.

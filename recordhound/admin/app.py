@@ -17,6 +17,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqladmin import Admin
 from sqladmin.authentication import login_required
 from starlette.applications import Starlette
@@ -34,6 +35,7 @@ from recordhound.admin.review import REVIEW_VIEWS, AdminContext, context, crawl_
 from recordhound.admin.security import SecurityHeaders
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig
 from recordhound.db.migrate import open_database
+from recordhound.metrics import registry
 from recordhound.review.factory import open_queue
 
 logger = logging.getLogger(__name__)
@@ -93,9 +95,18 @@ def build_app(settings: BaseSettings) -> Starlette:
     engine = open_database(store.database_url)
     hosts = settings.getlist("RECORDHOUND_ADMIN_ALLOWED_HOSTS")
     script = (Path(__file__).parent / "static" / "recordhound.js").read_bytes()
+    state = AdminContext(engine, open_queue(review), FrontierConfig.from_settings(settings))
+    metrics = registry(state.frontier, state.engine, state.queue)
+
+    async def serve_metrics(request: Request) -> Response:
+        """Prometheus text format, read from the shared state on each scrape (no login: counts only)."""
+        body = await run_in_threadpool(generate_latest, metrics)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
     app = Starlette(routes=[Route("/", lambda request: RedirectResponse("/admin/")),
                             Route("/recordhound.js", lambda request: Response(script, media_type="text/javascript"),
-                                  name="recordhound-js")],
+                                  name="recordhound-js"),
+                            Route("/metrics", serve_metrics, name="metrics")],
                     middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
                     lifespan=lambda _: _apply_worker(settings))
     key = secret_key(str(settings.get("RECORDHOUND_ADMIN_SECRET_KEY") or ""),
@@ -112,6 +123,6 @@ def build_app(settings: BaseSettings) -> Starlette:
         base_view.identity = menu_identity  # sqladmin leaves the last exposed route's identity here
     admin.templates.env.globals["csrf_token"] = csrf_token
     admin.templates.env.filters["timestamp"] = _timestamp
-    admin.admin.state.recordhound = AdminContext(engine, open_queue(review), FrontierConfig.from_settings(settings))
+    admin.admin.state.recordhound = state
     logger.info("Admin over %s, %s review queue", engine.url.render_as_string(), review.backend)
     return app

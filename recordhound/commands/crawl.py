@@ -22,6 +22,7 @@ from twisted.python.failure import Failure
 
 from recordhound import preflight
 from recordhound.exceptions import RecordhoundError
+from recordhound.extensions.health import HEALTH_STAT
 
 if TYPE_CHECKING:
     import argparse
@@ -100,4 +101,7 @@ class Command(ScrapyCrawl):
         fatal = crawler.stats.get_value(FATAL_STAT) if crawler.stats else None
         if fatal:
             print(f"error: the crawl stopped: {fatal}", file=sys.stderr)
-        return 1 if self._error or fatal or self.crawler_process.bootstrap_failed else 0
+        unhealthy = crawler.stats.get_value(HEALTH_STAT) if crawler.stats else None
+        if unhealthy:
+            print(f"error: the crawl failed its health checks: {unhealthy}", file=sys.stderr)
+        return 1 if self._error or fatal or unhealthy or self.crawler_process.bootstrap_failed else 0

@@ -31,6 +31,7 @@ def build_summary(stats: dict[str, Any], reason: str) -> dict[str, Any]:
         "items_dropped": stats.get("item_dropped_count", 0),
         "stored": {k[len(STORE):]: v for k, v in sorted(stats.items()) if k.startswith(STORE)},
         "errors": errors,
+        "health": stats.get("recordhound/health/failed") or "ok",
     }
 
 
@@ -50,6 +51,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"{stored.get('styles_new', 0)} styles new (auto-approved)",
         f"  errors:   {sum(summary['errors'].values())}"
         + "".join(f"\n    {kind}: {count}" for kind, count in sorted(summary["errors"].items())),
+        f"  health:   {summary.get('health', 'ok')}",
     ]
     return "\n".join(lines)
 

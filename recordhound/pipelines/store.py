@@ -17,6 +17,7 @@ from scrapy.exceptions import NotConfigured
 from recordhound import signals
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.errors import record_error
+from recordhound.extensions.health import HEALTH_STAT
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
 from recordhound.catalog import worker
@@ -126,14 +127,17 @@ class StorePipeline:
         """The source's metadata says how the crawl is going (the admin's Crawl status page)."""
         if self.engine is None:
             return
-        progress = self._progress(round(self.counts["items"] * 60 / max(now - self._started, 1e-6), 1))
+        elapsed = max(now - self._started, 1e-6)
+        progress = self._progress(round(self.counts["items"] * 60 / elapsed, 1))
+        progress["pages_per_second"] = round(progress["pages"] / elapsed, 2)
         task = asyncio.ensure_future(asyncio.to_thread(
             update_source_meta, self.engine, self.source_id, {"progress": progress}))
         task.add_done_callback(_log_failure)
 
     def _progress(self, items_per_minute: float | None) -> dict[str, Any]:
+        pages = self.crawler.stats.get_value("response_received_count", 0) if self.crawler.stats else 0
         return {"items": self.counts["items"], "stored": self.counts["stored"], "parked": self.counts["parked"],
-                "at": now_iso(), "items_per_minute": items_per_minute}
+                "pages": pages, "at": now_iso(), "items_per_minute": items_per_minute, "pages_per_second": None}
 
     def _error_recorded(self, kind: str, url: str, message: str) -> None:
         self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": now_iso()})
@@ -144,10 +148,12 @@ class StorePipeline:
             return
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         errors = {k.rsplit("/", 1)[-1]: v for k, v in stats.items() if k.startswith("recordhound/errors/")}
+        unhealthy = stats.get(HEALTH_STAT)  # Spidermon's checks ran first (an extension's handler)
+        status = "failed" if unhealthy else "completed" if reason == "finished" else "interrupted"
+        message = f"crawl health: {unhealthy}" if unhealthy else None
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
-            "status": "completed" if reason == "finished" else "interrupted",
-            "parsed_at": now_iso(), "finish_reason": reason,
-            "error_message": None if not errors else f"{sum(errors.values())} problems: {errors}",
+            "status": status, "parsed_at": now_iso(), "finish_reason": reason,
+            "error_message": message or (None if not errors else f"{sum(errors.values())} problems: {errors}"),
             "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
             "progress": self._progress(None),
         })

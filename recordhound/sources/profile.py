@@ -91,6 +91,11 @@ class PolitenessSpec:
 
 
 @dataclass(frozen=True)
+class HealthSpec:
+    max_failed_share: float | None = None  # None: RECORDHOUND_HEALTH_MAX_FAILED_SHARE
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     path: str
@@ -107,6 +112,7 @@ class Profile:
     structured: str | None = None  # "schema.org": unnamed fields come from the page's markup
     retry: RetrySpec = RetrySpec()
     politeness: PolitenessSpec = PolitenessSpec()
+    health: HealthSpec = HealthSpec()
 
     @property
     def structured_kinds(self) -> frozenset[str]:

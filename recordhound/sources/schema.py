@@ -32,6 +32,7 @@ from recordhound.sources.profile import (
     STRUCTURED_KINDS,
     PriceSpec,
     Profile,
+    HealthSpec,
     PolitenessSpec,
     RenderSpec,
     RetrySpec,
@@ -40,7 +41,7 @@ from recordhound.sources.profile import (
 from recordhound.sources.structured import compiled
 
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
-            "render", "structured", "retry", "politeness"}
+            "render", "structured", "retry", "politeness", "health"}
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
 _CSS = HTMLTranslator()
@@ -139,8 +140,19 @@ def build_profile(path: str, document: Any) -> Profile:
         structured=structured,
         retry=_retry(root.child("retry")),
         politeness=_politeness(root.child("politeness")),
+        health=_health(root.child("health")),
     )
 
+
+def _health(doc: _Doc) -> HealthSpec:
+    """``health: {max_failed_share: 0.1}``: a finished crawl with more failed requests has failed."""
+    if doc.value is None:
+        return HealthSpec()
+    doc.mapping({"max_failed_share"})
+    share = doc.child("max_failed_share").seconds()
+    if share is not None and share > 1:
+        raise doc.fail(f"expected a share between 0 and 1, got {share}", f"{doc.key}.max_failed_share")
+    return HealthSpec(share)
 
 def _retry(doc: _Doc) -> RetrySpec:
     """``retry: {base_seconds: 2, cap_seconds: 120, max_attempts: 8, http_codes: [520]}``"""

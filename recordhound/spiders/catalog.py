@@ -16,6 +16,7 @@ from scrapy.http import Response, TextResponse
 
 from recordhound.errors import record_error
 from recordhound.exceptions import ConfigError, ProfileError
+from recordhound.extensions.health import PRODUCT_PAGES_STAT, SpidermonToDebug
 from recordhound.frontier.registry import report_failure
 from recordhound.frontier.retry import RetryPolicy
 from recordhound.middlewares.render import RENDER_META, enable_rendering
@@ -60,6 +61,8 @@ class CatalogSpider(scrapy.Spider):
                 raise
         spider = super().from_crawler(crawler, *args, profile=profile, **kwargs)
         spider.retry_policy = RetryPolicy.from_settings(crawler.settings, profile.retry)
+        if not any(isinstance(f, SpidermonToDebug) for f in spider.logger.logger.filters):
+            spider.logger.logger.addFilter(SpidermonToDebug())  # crawl health is reported in one line
         logger.info("recordhound: crawling source %s (profile %s)", source, profile.path)  # `recordhound jobs` reads it
         return spider
 
@@ -86,6 +89,8 @@ class CatalogSpider(scrapy.Spider):
         return meta
 
     def parse_product(self, response: Response) -> Iterator[Any]:
+        assert self.crawler is not None and self.crawler.stats is not None
+        self.crawler.stats.inc_value(PRODUCT_PAGES_STAT)  # crawl health: product pages must yield items
         if not self._is_text(response):
             return
         if (problem := _undecodable(response)) is not None:  # never store U+FFFD as if it were text

@@ -185,3 +185,44 @@ def test_crawl_status_shows_frontier_counts_rate_and_backlog(env: ReviewEnv, bas
     assert f"{env.queue.counts()['parked']} items parked" in page
     failed = row.split('class="failed">')[1].split("</td>")[0]
     assert "http_404: 1" in failed and "redirect_loop: 1" in failed  # the shop's 404 and its redirect loop
+
+
+def test_metrics_serve_the_counts_that_frontier_status_prints(env: ReviewEnv, base: str, tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from recordhound.demo.process import ShopProcess
+    from tests.services import run_crawl
+
+    frontier = ("-s", f"RECORDHOUND_FRONTIER_DIR={tmp_path / 'frontier'}",
+                *(arg for pair in env.settings() for arg in ("-s", pair)))
+    with ShopProcess(30, seed=7) as shop:
+        done = run_crawl(tmp_path, env.database_url, "-a", "source=demo", "-a", f"base_url={shop.url}", *frontier,
+                         trusted=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = subprocess.run([sys.executable, "-m", "recordhound", "frontier", *frontier, "status", "--json"],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                             env={**os.environ, "DATABASE_URL": env.database_url})
+    (status,) = [report for report in json.loads(printed.stdout) if report["crawl"] == "demo"]
+
+    scraped = requests.get(f"{base}/metrics", timeout=30)  # no login: counts only
+    assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(scraped.text) for s in family.samples}
+
+    def value(name: str, **labels: str) -> float:
+        return samples[(name, tuple(sorted(labels.items())))]
+
+    assert value("recordhound_frontier_queued", crawl="demo") == status["queued"] == 0
+    assert value("recordhound_frontier_done_total", crawl="demo") == status["done"] > 0
+    assert value("recordhound_frontier_seen", crawl="demo") == status["seen"]
+    failed = {dict(labels)["reason"]: v for (name, labels), v in samples.items()
+              if name == "recordhound_frontier_failed" and dict(labels)["crawl"] == "demo"}
+    assert failed == status["failed_by_reason"] == {"http_404": 1, "redirect_loop": 1}
+    assert value("recordhound_review_backlog", queue="pending") == env.queue.counts()["pending"] > 0
+    assert value("recordhound_items_total", source="demo", outcome="parked") == done.stats["recordhound/store/parked"]
+    assert value("recordhound_source_failed", source="demo") == 0
