@@ -44,18 +44,23 @@ def main(debug: bool) -> None:
               help="throttled: every N-th product page answers 503 at first")
 @click.option("--unavailable-times", default=2, show_default=True, type=click.IntRange(1),
               help="...to its first this many requests")
+@click.option("--epoch-seconds", default=0.0, type=click.FloatRange(0),
+              help="the price epoch advances this often (0: never)")
+@click.option("--last-epoch", default=1_000_000, type=click.IntRange(0), help="...up to this epoch")
 def demo_shop(host: str, port: int, releases: int, seed: int, epoch: int, export_dir: str | None,
-              rate: float, latency: float, unavailable_every: int, unavailable_times: int) -> None:
+              rate: float, latency: float, unavailable_every: int, unavailable_times: int,
+              epoch_seconds: float, last_epoch: int) -> None:
     """Serve the deterministic demo record shop (prints its base URL)."""
     from recordhound.demo.catalog import Catalog
     from recordhound.demo.process import READY_PREFIX
-    from recordhound.demo.server import DemoShop, Throttle, serve
+    from recordhound.demo.server import DemoShop, Epochs, Throttle, serve
 
     catalog = Catalog(releases, seed=seed, epoch=epoch)
     if export_dir:
         _export(catalog, export_dir)
         return
-    shop = DemoShop(catalog, Throttle(rate, latency, unavailable_every, unavailable_times))
+    shop = DemoShop(catalog, Throttle(rate, latency, unavailable_every, unavailable_times),
+                    Epochs(epoch_seconds, max(last_epoch, epoch)))
 
     def ready(url: str) -> None:
         click.echo(f"{READY_PREFIX} {len(catalog.products)} products ({releases} releases, "

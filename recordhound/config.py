@@ -138,6 +138,7 @@ class FrontierConfig:
     retry_max_seconds: float
     seen_cache: int
     call_timeout_seconds: float = 1.0
+    progress_seconds: float = 60.0
 
     @property
     def backend(self) -> str:
@@ -163,6 +164,7 @@ class FrontierConfig:
             retry_max_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
             seen_cache=positive_int(settings, "RECORDHOUND_FRONTIER_SEEN_CACHE"),
             call_timeout_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS"),
+            progress_seconds=positive_float(settings, "RECORDHOUND_FOLLOW_PROGRESS_SECONDS"),
         )
 
 

@@ -28,6 +28,7 @@ POINTS = {
     "frontier.before_flush": "new requests, acks and failures are about to be written to the frontier",
     "frontier.after_flush": "the frontier write committed, nothing after it yet",
     "frontier.after_retry_flush": "a frontier write put failed requests back to wait out their backoff",
+    "frontier.follow_idle": "a following node has nothing due: every lease acked and written, nothing in flight",
     "frontier.after_start_claim": "this node claimed the start requests and has not written them",
     "store.after_commit": "a batch committed to the product DB, the review queue not told yet",
     "store.after_review": "the review queue was told about a batch, its items not yet settled (acked)",

@@ -56,3 +56,11 @@ class Release:
     in_stock: bool | None = None
     problems: list[FieldProblem] = field(default_factory=list)
     line: int | None = None
+
+
+@dataclass
+class Unchanged:
+    """A product page that answered 304 Not Modified to a recheck: its offers were seen again."""
+
+    source: str
+    url: str

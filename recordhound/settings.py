@@ -88,6 +88,15 @@ RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS = 30.0
 # timeout; a call that takes longer counts as an outage (the crawl pauses and retries on its tick)
 RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS = 1.0
 
+# --- Recrawl schedules (a profile's `recrawl:`) -----------------------------------------------
+# Keep the node running after the frontier drains, leasing pages as they come due (bool; or
+# `scrapy crawl catalog -a source=S -a follow=true`).
+RECORDHOUND_FOLLOW = False
+# A following node logs what it re-checked and what comes due this often (seconds).
+RECORDHOUND_FOLLOW_PROGRESS_SECONDS = 60.0
+# 304 Not Modified reaches the spider (a recheck's conditional request: the page is unchanged).
+HTTPERROR_ALLOWED_CODES = [304]
+
 # --- Retries and politeness ------------------------------------------------------------
 # A transient failure (these HTTP codes, Scrapy's RETRY_EXCEPTIONS) goes back to the frontier and
 # waits base * 2**(n-1) seconds after its n-th failure (half of it jittered), at most the cap and

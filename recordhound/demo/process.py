@@ -20,7 +20,8 @@ class ShopProcess:
 
     def __init__(self, releases: int, seed: int = 1, epoch: int = 0, host: str = "127.0.0.1",
                  throttle: tuple[str, ...] = ()) -> None:
-        """``throttle``: demo-shop options of the throttled mode, e.g. ("--rate", "20", "--latency", "0.1")."""
+        """``throttle``: more demo-shop options, e.g. ("--rate", "20", "--latency", "0.1") or
+        ("--epoch-seconds", "5", "--last-epoch", "2")."""
         self.args = [sys.executable, "-m", "recordhound", "demo-shop", "--port", "0", "--host", host,
                      "--releases", str(releases), "--seed", str(seed), "--epoch", str(epoch), *throttle]
         self.process: subprocess.Popen[str] | None = None

@@ -8,6 +8,12 @@ Throttled mode (``Throttle``) behaves like a shop that protects itself: each ans
 ``latency`` seconds, more than ``rate`` requests within one second get a 429 with ``Retry-After``,
 and every ``unavailable_every``-th product page answers 503 to its first ``unavailable_times``
 requests. The truth does not change: a polite crawler that retries stores every release.
+
+Every HTML page has an ``ETag`` (its body's hash) and a ``Last-Modified`` (when its body last
+changed); a request with a matching ``If-None-Match`` (or, without one, an ``If-Modified-Since``
+not before ``Last-Modified``) gets ``304 Not Modified``. With ``epoch_seconds`` the price epoch
+advances over time (up to ``last_epoch``), so a recrawl schedule has changes to catch; the
+truth is always the current epoch's.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ import json
 import logging
 import math
 import time
-from collections import Counter
+import hashlib
+from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
 from recordhound.demo import feeds
@@ -43,17 +51,28 @@ class Throttle:
     retry_after: int = 1  # seconds, in the 429's Retry-After
 
 
+@dataclass(frozen=True)
+class Epochs:
+    seconds: float = 0.0  # the price epoch advances this often (0: never)
+    last: int = 0  # ...up to this epoch
+
+
 class DemoShop:
     """State shared by all connections: the pages, the request counts, the one-time faults."""
 
-    def __init__(self, catalog: Catalog, throttle: Throttle = Throttle()) -> None:
-        self.catalog, self.throttle = catalog, throttle
-        self.site = {**build_site(catalog), **build_js_site(catalog), **build_ld_site(catalog)}
+    def __init__(self, catalog: Catalog, throttle: Throttle = Throttle(), epochs: Epochs = Epochs()) -> None:
+        self.catalog, self.throttle, self.epochs = catalog, throttle, epochs
+        self.started, self.first_epoch = time.time(), catalog.epoch
+        self.site: dict[str, Page] = {}
+        self.validators: dict[str, tuple[str, float]] = {}  # path -> (ETag, when its body last changed)
+        self._generated: dict[str, Page] = {}
+        self._build(catalog)
+        self.fetched_at: defaultdict[str, list[float]] = defaultdict(list)  # page requests answered 200 or 304
+        self.not_modified: Counter[str] = Counter()  # 304s sent, per path
         self.hits: Counter[str] = Counter()
         self.flaky_path = next((p.path for p in catalog.products if p.fault == "flaky"), None)
         every = throttle.unavailable_every
         self.unavailable = {p.path for i, p in enumerate(catalog.products) if every and i % every == every - 1}
-        self._generated: dict[str, Page] = {}
         self.per_second: Counter[int] = Counter()  # shop pages started in each second (epoch seconds)
         self.in_flight = self.max_in_flight = 0
         self.refused = Counter[str]()  # 429s and 503s sent
@@ -76,7 +95,43 @@ class DemoShop:
         if not target.startswith("/_"):
             self.in_flight -= 1
 
+    def _build(self, catalog: Catalog) -> None:
+        now = time.time()
+        self.catalog = catalog
+        self.site = {**build_site(catalog), **build_js_site(catalog), **build_ld_site(catalog)}
+        for path, page in self.site.items():
+            if page.status == 200 and page.content_type.startswith("text/html"):
+                etag = '"' + hashlib.sha1(page.body, usedforsecurity=False).hexdigest()[:20] + '"'
+                if self.validators.get(path, ("", 0.0))[0] != etag:
+                    self.validators[path] = (etag, now)
+        self._generated = {}  # the truth and the feeds are the new epoch's
+
+    def _advance(self) -> None:
+        if not self.epochs.seconds:
+            return
+        epoch = min(self.epochs.last, self.first_epoch + int((time.time() - self.started) // self.epochs.seconds))
+        if epoch != self.catalog.epoch:
+            logger.info("price epoch %d", epoch)
+            self._build(Catalog(self.catalog.releases, seed=self.catalog.seed, epoch=epoch))
+
+    def conditional(self, target: str, page: Page, headers: dict[str, str]) -> Page:
+        """The page with its validators, or 304 when the client's copy is current."""
+        if target not in self.validators or page.status != 200:
+            return page
+        etag, changed_at = self.validators[target]
+        modified = formatdate(changed_at, usegmt=True)
+        validators = (("ETag", etag), ("Last-Modified", modified))
+        self.fetched_at[target].append(round(time.time(), 3))
+        match = headers.get("if-none-match")
+        fresh = etag in [tag.strip() for tag in match.split(",")] if match else _not_modified_since(
+            headers.get("if-modified-since"), changed_at)
+        if fresh:
+            self.not_modified[target] += 1
+            return Page(304, "", b"", headers=validators)
+        return replace(page, headers=(*page.headers, *validators))
+
     def respond(self, target: str) -> Page:
+        self._advance()
         self.hits[target] += 1
         if target == self.flaky_path and self.hits[target] == 1:
             return Page(500, "text/plain; charset=utf-8", b"temporary failure, try again\n")
@@ -94,7 +149,8 @@ class DemoShop:
                      "max_in_flight": self.max_in_flight, "in_flight": self.in_flight,
                      "max_per_second": max(self.per_second.values(), default=0),
                      "per_second": {str(k): v for k, v in sorted(self.per_second.items())},
-                     "refused": dict(self.refused)}
+                     "refused": dict(self.refused), "epoch": self.catalog.epoch,
+                     "not_modified": self.not_modified, "fetched_at": self.fetched_at}
             return Page(200, "application/json", json.dumps(stats).encode())
         if target == "/_truth.json":
             return self._cached(target, "application/json", lambda: json.dumps(build_truth(self.catalog)).encode())
@@ -150,7 +206,7 @@ class _Connection(asyncio.Protocol):
             self._send(Page(405, "text/plain", b""), keep_alive)
             return
         target = parts[1]
-        page = self.shop.arrived(target) or self.shop.respond(target)
+        page = self.shop.arrived(target) or self.shop.conditional(target, self.shop.respond(target), headers)
         if self.shop.throttle.latency and not target.startswith("/_"):
             loop = asyncio.get_running_loop()
             key = next(self._ids)
@@ -170,17 +226,27 @@ class _Connection(asyncio.Protocol):
 
     def _send(self, page: Page, keep_alive: bool, head_only: bool = False) -> None:
         assert self.transport is not None
-        reason = {200: "OK", 301: "Moved Permanently", 404: "Not Found", 429: "Too Many Requests",
+        reason = {200: "OK", 301: "Moved Permanently", 304: "Not Modified", 404: "Not Found", 429: "Too Many Requests",
                   500: "Internal Server Error", 503: "Service Unavailable"}.get(page.status, "Other")
         location = f"Location: {page.location}\r\n" if page.location else ""
         location += "".join(f"{name}: {value}\r\n" for name, value in page.headers)
         head = (
-            f"HTTP/1.1 {page.status} {reason}\r\nContent-Type: {page.content_type}\r\n{location}"
+            f"HTTP/1.1 {page.status} {reason}\r\n"
+            + (f"Content-Type: {page.content_type}\r\n" if page.content_type else "") + f"{location}"
             f"Content-Length: {len(page.body)}\r\nConnection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
         ).encode("latin-1")
         self.transport.write(head if head_only else head + page.body)
         if not keep_alive:
             self.transport.close()
+
+
+def _not_modified_since(since: str | None, changed_at: float) -> bool:
+    if not since:
+        return False
+    try:
+        return parsedate_to_datetime(since).timestamp() >= int(changed_at)
+    except (TypeError, ValueError):
+        return False
 
 
 async def serve(shop: DemoShop, host: str, port: int, on_ready: Any = None) -> None:

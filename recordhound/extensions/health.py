@@ -19,7 +19,7 @@ from spidermon import Monitor, MonitorSuite, monitors
 from spidermon.core.actions import Action
 
 HEALTH_STAT = "recordhound/health/failed"  # "; "-joined reasons of the checks that failed
-PRODUCT_PAGES_STAT = "recordhound/pages/product"  # product pages answered
+PRODUCT_PAGES_STAT = "recordhound/pages/product"  # product pages answered (200 or a recheck's 304)
 FRONTIER = "recordhound/frontier/"
 
 
@@ -45,7 +45,8 @@ class CrawlHealthMonitor(Monitor):
         if not pages:
             return
         if self.data.crawler.settings.getbool("RECORDHOUND_STORE_ENABLED"):
-            kept = stats.get("recordhound/store/stored", 0) + stats.get("recordhound/store/parked", 0)
+            kept = (stats.get("recordhound/store/stored", 0) + stats.get("recordhound/store/parked", 0)
+                    + stats.get("recordhound/store/unchanged_pages", 0))  # 304s: seen again, nothing to store
         else:
             kept = stats.get("item_scraped_count", 0)
         if not kept:

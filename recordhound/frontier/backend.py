@@ -16,6 +16,9 @@ Invariants every backend keeps (tests/integration/test_frontier_contract.py chec
    many seconds have passed on the backend's clock (the wait is stored, not slept); every
    failure appends its attempt to the entry's history, which a dead letter keeps. A waiting
    entry counts as queued: the crawl is not drained while a retry waits.
+8. A ``Recheck`` acks a lease and keeps its request to be fetched again (a recrawl schedule):
+   it counts as done and is not queued until its due time; then it is leased like any queued
+   entry, with the state it was acked with (validators for a conditional request, its interval).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class Leased:
     attempts: int  # how many times this entry has been leased, this one included
     outcomes: int = 0  # attempts with a recorded outcome (its history); the rest were lost leases
     tries: int = 0  # failed attempts since it was queued (or requeued from the dead letters)
+    state: str = ""  # a recheck's state (see Recheck); "" the first time
 
     @property
     def lease(self) -> Lease:
@@ -64,6 +68,16 @@ class Failure:
     reason: str
     retry_in: float | None = None  # seconds: back in the queue then (a retry); None: failed for good
     attempt: str = ""  # JSON of this attempt's outcome ({at, node, outcome}) for the entry's history
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """An ack that keeps the request: fetch it again in ``due_in`` seconds, with ``state``
+    (JSON: its interval, ETag, Last-Modified, body fingerprint)."""
+
+    lease: Lease
+    due_in: float
+    state: str
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,8 @@ class Counts:
     seeded: bool = False  # the start requests are queued
     start_claim: str = ""  # token of the node that claimed the start requests
     waiting: int = 0  # of the queued: entries whose retry time has not come yet
+    scheduled: int = 0  # done entries whose recheck is not due yet (not queued)
+    due_within_hour: int = 0  # of the scheduled: due in the next hour
 
     @property
     def leased_total(self) -> int:
@@ -157,9 +173,9 @@ class FrontierBackend(ABC):
 
     @abstractmethod
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
-               seeded: bool = False) -> Committed:
-        """Atomically queue unseen entries, then ack and fail current leases (``seeded``: the
-        start requests are all in, the same step)."""
+               seeded: bool = False, rechecks: list[Recheck] | None = None) -> Committed:
+        """Atomically queue unseen entries, then ack (or ack and schedule a recheck of) and fail
+        current leases (``seeded``: the start requests are all in, the same step)."""
 
     @abstractmethod
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]: ...

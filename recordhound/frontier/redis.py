@@ -11,8 +11,10 @@ Key layout (P = ``{RECORDHOUND_REDIS_PREFIX}:{crawl}``):
     P:seen:{xxxx}     HASH  6-byte fingerprint tail -> "" (xxxx = first 2 bytes, hex):
                             65,536 small listpack-encoded hashes, ~20 bytes per URL
     P:delayed         ZSET  id -> not-before time of a retry waiting out its backoff
-    P:score           HASH  id -> queue score of a waiting retry (its place in line when due)
+    P:score           HASH  id -> queue score of a waiting retry or recheck (its place in line when due)
     P:history         HASH  id -> JSON list of the entry's attempts {at, node, outcome}
+    P:scheduled       ZSET  id -> due time of a done request kept for a recheck (recrawl schedule)
+    P:validators      HASH  id -> a recheck's state (JSON: interval, ETag, Last-Modified, fingerprint)
     P:counters        HASH  seq, seen, done, failed
     P:failed          LIST  JSON {id, payload, reason, at, history, score, attempts}: dead letters
     P:state           HASH  status, start_claim (a node's token), seeded (start requests queued)
@@ -35,7 +37,7 @@ from recordhound.preflight import redis_unreachable
 from recordhound.frontier import redis_scripts as lua
 from recordhound.frontier.backend import (
     REQUEUED, Committed, Counts, DeadLetter, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo,
-    count_history, parse_history)
+    Recheck, count_history, parse_history)
 
 MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
 
@@ -46,7 +48,7 @@ class RedisFrontier(FrontierBackend):
         self._redis: redis.Redis | None = None
         self._scripts: dict[str, Any] = {}
         names = ("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state", "nodes",
-                 "delayed", "score", "history")
+                 "delayed", "score", "history", "scheduled", "validators")
         self.keys = {name: f"{prefix}:{name}" for name in names}
 
     def open(self) -> None:
@@ -97,7 +99,7 @@ class RedisFrontier(FrontierBackend):
                                                                               "MASTERDOWN"))
 
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
-               seeded: bool = False) -> Committed:
+               seeded: bool = False, rechecks: list[Recheck] | None = None) -> Committed:
         args: list[Any] = [f"{self.prefix}:seen:", f"{self.prefix}:leases:", len(entries)]
         for entry in entries:
             fp = entry.fingerprint
@@ -112,16 +114,20 @@ class RedisFrontier(FrontierBackend):
             retry_in = "" if failure.retry_in is None else repr(max(0.0, failure.retry_in))
             args += [failure.lease.id, failure.lease.token, failure.reason, retry_in, failure.attempt]
         args.append(1 if seeded else 0)
+        args.append(len(rechecks or ()))
+        for recheck in rechecks or ():
+            args += [recheck.lease.id, recheck.lease.token, repr(max(0.0, recheck.due_in)), recheck.state]
         keys = self._k("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state",
-                       "delayed", "score", "history")
+                       "delayed", "score", "history", "scheduled", "validators")
         queued, refused = self._scripts["COMMIT"](keys=keys, args=args)
         return Committed(int(queued), int(refused))
 
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
-        keys = self._k("queue", "payloads", "owner", "expiry", "attempts", "delayed", "score", "history")
+        keys = self._k("queue", "payloads", "owner", "expiry", "attempts", "delayed", "score", "history",
+                       "scheduled", "validators", "counters")
         flat = self._scripts["LEASE"](keys=keys, args=[f"{self.prefix}:leases:", node, count, lease_seconds])
-        return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2]), *count_history(flat[i + 3]))
-                for i in range(0, len(flat), 4)]
+        return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2]), *count_history(flat[i + 3]),
+                       state=flat[i + 4].decode()) for i in range(0, len(flat), 5)]
 
     def _requeue(self, mode: str, *args: Any) -> int:
         return int(self._scripts["REQUEUE"](keys=self._k("queue", "owner", "expiry", "attempts"),
@@ -152,19 +158,24 @@ class RedisFrontier(FrontierBackend):
         return bool(self.r.hexists(f"{self.prefix}:seen:{fingerprint[:2].hex()}", fingerprint[2:8]))
 
     def counts(self) -> Counts:
+        now = self.now()
         pipe = self.r.pipeline(transaction=False)
         pipe.zcard(self.keys["queue"])
         pipe.zcard(self.keys["delayed"])
         pipe.hvals(self.keys["owner"])
         pipe.hmget(self.keys["counters"], "done", "failed", "seen")
         pipe.hgetall(self.keys["state"])
-        ready, waiting, owners, (done, failed, seen), state = pipe.execute()
+        pipe.zcount(self.keys["scheduled"], "-inf", now)
+        pipe.zcard(self.keys["scheduled"])
+        pipe.zcount(self.keys["scheduled"], f"({now}", now + 3600)
+        ready, waiting, owners, (done, failed, seen), state, due, scheduled, soon = pipe.execute()
         leased: dict[str, int] = {}
         for owner in owners:
             node = owner.decode().rsplit("|", 1)[0]
             leased[node] = leased.get(node, 0) + 1
         state = {k.decode(): v.decode() for k, v in state.items()}
-        return Counts(queued=ready + waiting, waiting=waiting, leased=leased, done=int(done or 0), failed=int(failed or 0),
+        return Counts(queued=ready + waiting + due, waiting=waiting, leased=leased, done=int(done or 0) - due,
+                      scheduled=scheduled - due, due_within_hour=soon, failed=int(failed or 0),
                       seen=int(seen or 0), status=state.get("status") or "new",
                       seeded="seeded" in state or "started" in state,  # "started": crawls before 0.2
                       start_claim=state.get("start_claim", ""))
@@ -216,7 +227,9 @@ class RedisFrontier(FrontierBackend):
         queued = {int(i) for i in r.zrange(k["queue"], 0, -1)}
         delayed = {int(i) for i in r.zrange(k["delayed"], 0, -1)}
         problems += [f"entry {i} is both queued and waiting for a retry" for i in sorted(queued & delayed)]
-        queued |= delayed
+        scheduled = {int(i) for i in r.zrange(k["scheduled"], 0, -1)}
+        problems += [f"entry {i} is both queued and scheduled for a recheck" for i in sorted((queued | delayed) & scheduled)]
+        queued |= delayed | scheduled
         owners = {int(i): v.decode() for i, v in r.hgetall(k["owner"]).items()}
         payloads = {int(i) for i in r.hkeys(k["payloads"])}
         expiring = {int(i) for i in r.zrange(k["expiry"], 0, -1)}
@@ -231,9 +244,10 @@ class RedisFrontier(FrontierBackend):
             if not r.sismember(f"{self.prefix}:leases:{node}", i):
                 problems.append(f"entry {i} is leased by {node} but not in its lease set")
         issued, done, failed = counters.get("seq", 0), counters.get("done", 0), counters.get("failed", 0)
-        if done + failed + len(payloads) != issued:
+        pending = len(payloads) - len(scheduled & payloads)  # a request kept for a recheck counts as done
+        if done + failed + pending != issued:
             problems.append(f"{issued} requests were queued, but done {done} + failed {failed} + "
-                            f"in the queue {len(payloads)} = {done + failed + len(payloads)}")
+                            f"in the queue {pending} = {done + failed + pending}")
         if r.llen(k["failed"]) != failed:
             problems.append(f"the failed counter says {failed}, the failed list holds {r.llen(k['failed'])}")
         seen = sum(r.hlen(key) for key in r.scan_iter(match=f"{self.prefix}:seen:*", count=1000))
@@ -242,7 +256,9 @@ class RedisFrontier(FrontierBackend):
         problems += [f"entry {i} has an attempt history but no request" for i in
                      sorted({int(i) for i in r.hkeys(k["history"])} - payloads)]
         problems += [f"entry {i} has a place in line but is not waiting for a retry" for i in
-                     sorted({int(i) for i in r.hkeys(k["score"])} - delayed)]
+                     sorted({int(i) for i in r.hkeys(k["score"])} - delayed - scheduled)]
+        problems += [f"entry {i} has a recheck state but no request" for i in
+                     sorted({int(i) for i in r.hkeys(k["validators"])} - payloads)]
         requests = r.hvals(k["payloads"])
         problems += [f"the same request is queued {n} times: {p[:120]!r}"
                      for p, n in Counter(requests).items() if n > 1]

@@ -4,9 +4,9 @@ Scores: ``-priority * 2**40 + id`` orders the queue by priority (higher first), 
 The owner hash keeps "node|score" so a returned lease goes back to its place in line.
 """
 
-# KEYS: queue payloads counters owner expiry attempts failed state delayed score history
+# KEYS: queue payloads counters owner expiry attempts failed state delayed score history scheduled validators
 # ARGV: seen_prefix node_prefix n [bucket field priority payload]*n na [id token]*na
-#       nf [id token reason retry_in attempt]*nf seeded(0/1)
+#       nf [id token reason retry_in attempt]*nf seeded(0/1) nr [id token due_in state]*nr
 # retry_in "": failed for good (a dead letter); else seconds the entry waits in P:delayed.
 # Returns {queued, refused}: refused acks/failures name a lease that is no longer current.
 COMMIT = """
@@ -54,11 +54,11 @@ local done = 0
 for _ = 1, na do
   if drop_lease(ARGV[i], ARGV[i + 1], false) then
     redis.call('HDEL', KEYS[11], ARGV[i])
+    redis.call('HDEL', KEYS[13], ARGV[i])
     done = done + 1
   end
   i = i + 2
 end
-if done > 0 then redis.call('HINCRBY', KEYS[3], 'done', done) end
 local nf = tonumber(ARGV[i]); i = i + 1
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
@@ -76,6 +76,7 @@ for _ = 1, nf do
   elseif payload then
     local history = appended(id, attempt)
     redis.call('HDEL', KEYS[11], id)
+    redis.call('HDEL', KEYS[13], id)
     redis.call('LPUSH', KEYS[7], cjson.encode({id = id, payload = payload, reason = reason, at = clock,
       history = history, score = score, attempts = attempts}))
     failed = failed + 1
@@ -83,20 +84,40 @@ for _ = 1, nf do
 end
 if failed > 0 then redis.call('HINCRBY', KEYS[3], 'failed', failed) end
 if ARGV[i] == '1' then redis.call('HSET', KEYS[8], 'seeded', '1') end
-return {queued, na + nf - done - failed - retried}
+i = i + 1
+local nr = tonumber(ARGV[i]); i = i + 1
+local kept = 0
+for _ = 1, nr do
+  local id, token, due_in, state = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
+  local payload, score = drop_lease(id, token, true)
+  if payload then
+    redis.call('HDEL', KEYS[11], id)
+    redis.call('HSET', KEYS[10], id, score)
+    redis.call('ZADD', KEYS[12], clock + tonumber(due_in), id)
+    redis.call('HSET', KEYS[13], id, state)
+    kept = kept + 1
+  end
+end
+if done + kept > 0 then redis.call('HINCRBY', KEYS[3], 'done', done + kept) end
+return {queued, na + nf + nr - done - failed - retried - kept}
 """
 
-# KEYS: queue payloads owner expiry attempts delayed score history
+# KEYS: queue payloads owner expiry attempts delayed score history scheduled validators counters
 # ARGV: node_prefix node count lease_seconds
-# Retries whose time has come move from P:delayed back to their place in the queue first.
+# Retries (P:delayed) and rechecks (P:scheduled) whose time has come move back to their place in
+# the queue first; a recheck is no longer done.
 LEASE = """
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
-local due = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', clock, 'LIMIT', 0, 1000)
-for _, id in ipairs(due) do
-  redis.call('ZADD', KEYS[1], redis.call('HGET', KEYS[7], id), id)
-  redis.call('ZREM', KEYS[6], id)
-  redis.call('HDEL', KEYS[7], id)
+for _, waiting in ipairs({KEYS[6], KEYS[9]}) do
+  local due = redis.call('ZRANGEBYSCORE', waiting, '-inf', clock, 'LIMIT', 0, 1000)
+  for _, id in ipairs(due) do
+    redis.call('ZADD', KEYS[1], redis.call('HGET', KEYS[7], id), id)
+    redis.call('ZREM', waiting, id)
+    redis.call('HDEL', KEYS[7], id)
+  end
+  if waiting == KEYS[9] and #due > 0 then redis.call('HINCRBY', KEYS[11], 'done', -#due) end
 end
 local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1, 'WITHSCORES')
 if #ids == 0 then return {} end
@@ -113,6 +134,7 @@ for j = 1, #ids, 2 do
   out[#out + 1] = redis.call('HGET', KEYS[2], id)
   out[#out + 1] = attempts
   out[#out + 1] = redis.call('HGET', KEYS[8], id) or ''
+  out[#out + 1] = redis.call('HGET', KEYS[10], id) or ''
 end
 return out
 """

@@ -28,15 +28,17 @@ from recordhound.backoff import backoff_seconds
 from recordhound.config import FrontierConfig
 from recordhound.errors import record_error
 from recordhound.frontier import engine_access, registry, serialize
-from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Lease
+from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Lease, Recheck
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive
 from recordhound.frontier.outcomes import Outcomes
 from recordhound.frontier.politeness import (
     FULL, SLOT_WAIT_SECONDS, HostLimiter, Limits, make_limiter, politeness_limits)
-from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
+from recordhound.frontier import recrawl
+from recordhound.frontier.registry import FRONTIER_ID, KIND_META, PARENT_ID
 from recordhound.frontier.renewer import Renewer
 from recordhound.frontier.retry import Problem, RetryPolicy
+from recordhound.sources.profile import RecrawlSpec
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -92,6 +94,15 @@ class FrontierScheduler:
         self._wake_call: Any = None  # twisted's DelayedCall
         self._wake_when = 0.0
         self._extra_lease_at = 0.0
+        self.recrawl = RecrawlSpec()
+        self.follow = False  # keep running, leasing pages as they come due (-a follow=true)
+        self._kinds: dict[int, str] = {}  # frontier id -> link kind (for its recheck)
+        self._states: dict[int, dict[str, Any]] = {}  # frontier id -> recheck state it was leased with
+        self._seen_pages: dict[int, recrawl.Seen] = {}  # frontier id -> what its fetch answered
+        self._rechecks: list[Recheck] = []
+        self._last_progress = time.monotonic()
+        self._progress_rechecked = 0
+        self._idle_marked = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -116,6 +127,11 @@ class FrontierScheduler:
         crawl = self.config.crawl_id or (profile.name if profile is not None else spider.name)
         self.retry = getattr(spider, "retry_policy", None) or self.retry
         self.limits = politeness_limits(self.crawler.settings, profile)
+        self.recrawl = getattr(profile, "recrawl", None) or RecrawlSpec()
+        self.follow = _truthy(getattr(spider, "follow", None)) or self.crawler.settings.getbool("RECORDHOUND_FOLLOW")
+        if self.follow and not self.recrawl.active:
+            logger.warning("follow=true, but the profile has no `recrawl:` schedule: the crawl ends when it drains")
+            self.follow = False
         self.backend = make_backend(self.config, crawl, timeout=OPEN_TIMEOUT_SECONDS)
         deferred: Deferred[None] = threads.deferToThread(self._open_backend, crawl)
         deferred.addCallback(self._opened, crawl)
@@ -165,6 +181,9 @@ class FrontierScheduler:
         waited = 0.0
         while True:
             status = self.backend.counts().status
+            if status == "completed" and self.recrawl.active:
+                logger.info("Crawl %r has a recrawl schedule: fetching what is due", crawl)
+                return
             if status == "completed" and not others_alive(self.backend, self.config.lease_seconds):
                 if self.backend.begin_reset("completed"):
                     logger.info("Crawl %r was completed; starting it anew", crawl)
@@ -229,6 +248,8 @@ class FrontierScheduler:
         return len(self._leased) + (counts.queued if counts else 0)
 
     def has_pending_requests(self) -> bool:
+        if self.follow and not self._broken:
+            return True  # following: pages come due; SIGINT/SIGTERM ends the node
         if self._leased or len(self.outcomes) or self._down_since is not None:
             return True  # work in this process: no need to ask the backend
         if not self._flush_safely():
@@ -286,10 +307,15 @@ class FrontierScheduler:
         if request is None:
             self._starved = True
             return None
-        self._starved = False
+        self._starved = self._idle_marked = False
         self.outcomes.handed_out(request.meta[FRONTIER_ID])
         self.stats.inc_value("scheduler/dequeued")
         return request
+
+    def _idle(self) -> bool:
+        """Nothing in hand, in flight or unwritten (a following node between due pages)."""
+        return not (self._leased or len(self.outcomes) or self._entries or self._acks or self._failures
+                    or self._rechecks) and engine_access.engine_idle(self.crawler)
 
     def claim_start(self) -> str:
         """"claimed": this node writes the start requests; "seeded": they are in; "wait":
@@ -405,7 +431,8 @@ class FrontierScheduler:
         for entry in leased:
             self._tokens[entry.id] = entry.attempts
             self._tries[entry.id] = entry.tries
-            lost = entry.attempts - entry.outcomes  # leases that ended without an outcome, this one included
+            state = recrawl.load_state(entry.state)
+            lost = recrawl.lost_leases(entry.attempts, entry.outcomes, state)  # this one included
             if lost > self.config.max_attempts:
                 self._failed(entry.id, f"leased {lost - 1} times without an outcome")
                 continue
@@ -415,6 +442,11 @@ class FrontierScheduler:
                 self._failed(entry.id, f"cannot load stored request: {type(exc).__name__}: {exc}")
                 continue
             request.meta[FRONTIER_ID] = entry.id
+            self._kinds[entry.id] = str(request.meta.get(KIND_META) or "")
+            if state:
+                self._states[entry.id] = state
+                for name, value in recrawl.conditional_headers(state).items():
+                    request.headers[name] = value  # a recheck is a conditional request
             self._leased.append(request)
 
     # --- outcomes ---------------------------------------------------------------------
@@ -424,9 +456,25 @@ class FrontierScheduler:
 
     def _acked(self, frontier_id: int) -> None:
         self._tries.pop(frontier_id, None)
-        self._acks.append(self._lease(frontier_id))
+        state, seen = self._states.pop(frontier_id, {}), self._seen_pages.pop(frontier_id, None)
+        kind = self._kinds.pop(frontier_id, "")
+        planned = (recrawl.next_state(self.recrawl, kind, state, seen, self._tokens.get(frontier_id, 0))
+                   if self.recrawl.active else None)
+        if planned is None:
+            self._acks.append(self._lease(frontier_id))
+            return
+        due_in, kept = planned
+        self._rechecks.append(Recheck(self._lease(frontier_id), due_in, kept))
+        change = recrawl.changed(state, seen)
+        self._inc("rechecked" if state else "first_fetched")
+        if change is not None:
+            self._inc("changed" if change else "unchanged")
 
     def _failed(self, frontier_id: int, reason: str, retry_in: float | None = None) -> None:
+        if retry_in is None:
+            self._kinds.pop(frontier_id, None)
+            self._states.pop(frontier_id, None)
+        self._seen_pages.pop(frontier_id, None)
         tries = self._tries.pop(frontier_id, 0) + 1
         attempt = json.dumps({"at": round(time.time(), 3), "node": self.node, "outcome": reason})
         if retry_in is None and tries > 1:
@@ -445,6 +493,8 @@ class FrontierScheduler:
         frontier_id = request.meta.get(FRONTIER_ID)
         if frontier_id is not None:
             self.outcomes.response_received(frontier_id)
+            if self.recrawl.active and frontier_id in self.outcomes:
+                self._seen_pages[frontier_id] = recrawl.Seen.of(response)
         slot = request.meta.get(SLOT_META)
         if self.limiter is not None and slot in self._slots:
             host, since = self._slots[slot]
@@ -464,20 +514,21 @@ class FrontierScheduler:
     # --- writing and the tick ---------------------------------------------------------
 
     def _flush(self) -> None:
-        if not (self._entries or self._acks or self._failures or self._seed_pending):
+        if not (self._entries or self._acks or self._failures or self._seed_pending or self._rechecks):
             return
         assert self.backend is not None
         entries, acks, failures, seeded = self._entries, self._acks, self._failures, self._seed_pending
+        rechecks = self._rechecks
         failpoints.hit("frontier.before_flush")
-        committed = self.backend.commit(entries, acks, failures, seeded)
+        committed = self.backend.commit(entries, acks, failures, seeded, rechecks)
         failpoints.hit("frontier.after_flush")
         self._seen.update(self._entry_fps)
-        self._entries, self._entry_fps, self._acks, self._failures = [], set(), [], []
+        self._entries, self._entry_fps, self._acks, self._failures, self._rechecks = [], set(), [], [], []
         self._seed_pending = False
         self._counts = None
         self._inc("queued", committed.queued)
         self._inc("duplicates", len(entries) - committed.queued)
-        self._inc("acked", len(acks))
+        self._inc("acked", len(acks) + len(rechecks))
         retried = sum(1 for f in failures if f.retry_in is not None)
         if retried:
             failpoints.hit("frontier.after_retry_flush")
@@ -530,6 +581,26 @@ class FrontierScheduler:
         if self._starved and (counts := self._current_counts()) is not None and (counts.queued or counts.drained):
             engine_access.wake(self.crawler)  # work arrived, or the crawl is over: no need to wait for the heartbeat
         self._fail_orphans()
+        if self.follow and self._starved and not self._idle_marked and self._idle():
+            self._idle_marked = True  # once per idle spell
+            failpoints.hit("frontier.follow_idle")
+        if self.follow and now - self._last_progress >= self.config.progress_seconds:
+            self._log_progress(now)
+
+    def _log_progress(self, now: float) -> None:
+        """A following node says what it re-checked and what comes due."""
+        counts = self._current_counts()
+        if counts is None:
+            return
+        stats, elapsed = self.stats.get_stats(), now - self._last_progress
+        rechecked = stats.get(STAT + "rechecked", 0) - self._progress_rechecked
+        self._progress_rechecked = stats.get(STAT + "rechecked", 0)
+        logger.info("Following: %d pages re-checked in the last %.0f s (%d unchanged, %d changed in all); "
+                    "%d due now, %d leased, %d due in the next hour, %d scheduled later",
+                    rechecked, elapsed, stats.get(STAT + "unchanged", 0), stats.get(STAT + "changed", 0),
+                    counts.queued, counts.leased_total, counts.due_within_hour,
+                    counts.scheduled - counts.due_within_hour)
+        self._last_progress = now
 
     def _fail_orphans(self) -> None:
         """Handed-out requests the engine finished without a callback or errback (an
@@ -597,6 +668,10 @@ class FrontierScheduler:
 
 def this_host() -> str:
     return socket.gethostname()
+
+
+def _truthy(value: object) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on") if value is not None else False
 
 
 def _host(request: Request) -> str:

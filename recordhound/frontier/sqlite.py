@@ -1,7 +1,8 @@
 """Embedded frontier: one SQLite file (WAL) per crawl, under JOBDIR or a per-source folder.
 
 Tables: ``queue`` (queued rows have owner NULL; leased rows name their node and expiry; a retry
-waits until ``not_before``; ``history`` is the JSON list of its attempts), ``seen`` (8-byte
+waits until ``not_before``; ``history`` is the JSON list of its attempts; a done request kept for
+a recheck has ``scheduled`` 1, its due time in ``not_before`` and its ``state``), ``seen`` (8-byte
 fingerprints, WITHOUT ROWID), ``failed`` (dead letters), ``counters``, ``nodes``.
 Several processes on one machine may share the file; SQLite's write lock serializes them.
 """
@@ -18,12 +19,13 @@ from recordhound.exceptions import RecordhoundError
 from recordhound.sqlite_tx import immediate
 from recordhound.frontier.backend import (
     REQUEUED, Committed, Counts, DeadLetter, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo,
-    count_history, parse_history)
+    Recheck, count_history, parse_history)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT, priority INTEGER NOT NULL, payload TEXT NOT NULL,
-    owner TEXT, expires REAL, attempts INTEGER NOT NULL DEFAULT 0, not_before REAL, history TEXT);
+    owner TEXT, expires REAL, attempts INTEGER NOT NULL DEFAULT 0, not_before REAL, history TEXT,
+    scheduled INTEGER NOT NULL DEFAULT 0, state TEXT);
 CREATE INDEX IF NOT EXISTS queue_ready ON queue(priority DESC, id) WHERE owner IS NULL;
 CREATE INDEX IF NOT EXISTS queue_leased ON queue(owner, expires) WHERE owner IS NOT NULL;
 CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
@@ -35,7 +37,7 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWI
 """
 CURRENT = "id = ? AND attempts = ? AND owner IS NOT NULL"  # the lease named by (id, token) is current
 ADDED_COLUMNS = {  # columns newer than the first frontier files: added when an older file is opened
-    "queue": ("not_before REAL", "history TEXT"),
+    "queue": ("not_before REAL", "history TEXT", "scheduled INTEGER NOT NULL DEFAULT 0", "state TEXT"),
     "failed": ("history TEXT", "priority INTEGER NOT NULL DEFAULT 0", "attempts INTEGER NOT NULL DEFAULT 0"),
 }
 
@@ -64,6 +66,7 @@ class SqliteFrontier(FrontierBackend):
                 for column in columns:
                     if column.split()[0] not in present:
                         db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            db.execute("CREATE INDEX IF NOT EXISTS queue_due ON queue(scheduled, not_before) WHERE owner IS NULL")
 
     def close(self) -> None:
         if self._db is not None:
@@ -90,7 +93,7 @@ class SqliteFrontier(FrontierBackend):
         return isinstance(exc, sqlite3.OperationalError)  # locked, busy, disk I/O
 
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
-               seeded: bool = False) -> Committed:
+               seeded: bool = False, rechecks: list[Recheck] | None = None) -> Committed:
         queued = seen = 0
         with self._tx() as db:
             for entry in entries:
@@ -103,7 +106,14 @@ class SqliteFrontier(FrontierBackend):
             self._add(db, "seen", seen)
             self._add(db, "queued", queued)
             done = sum(db.execute(f"DELETE FROM queue WHERE {CURRENT}", (a.id, a.token)).rowcount for a in acks)
-            self._add(db, "done", done)
+            kept = sum(db.execute(
+                f"UPDATE queue SET owner = NULL, expires = NULL, not_before = ?, scheduled = 1, state = ?, "
+                f"history = NULL WHERE {CURRENT}", (self.now() + r.due_in, r.state, r.lease.id, r.lease.token)).rowcount
+                for r in rechecks or ())
+            self._add(db, "done", done + kept)
+            self._add(db, "scheduled", kept)
+            done += kept
+            acks = [*acks, *(r.lease for r in rechecks or ())]
             taken = self._fail(db, failures)
             if seeded:
                 db.execute("INSERT OR REPLACE INTO state VALUES ('seeded', '1')")
@@ -138,15 +148,19 @@ class SqliteFrontier(FrontierBackend):
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
         now = self.now()
         with self._tx() as db:
+            picked = db.execute(
+                "SELECT id, scheduled FROM queue WHERE owner IS NULL AND (not_before IS NULL OR not_before <= ?)"
+                " ORDER BY priority DESC, id LIMIT ?", (now, count)).fetchall()
             rows = db.execute(
-                "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1 WHERE id IN ("
-                " SELECT id FROM queue WHERE owner IS NULL AND (not_before IS NULL OR not_before <= ?)"
-                " ORDER BY priority DESC, id LIMIT ?)"
-                " RETURNING id, payload, attempts, priority, history",
-                (node, now + lease_seconds, now, count)).fetchall()
-            self._add(db, "queued", -len(rows))
+                "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1, scheduled = 0 "
+                f"WHERE id IN ({','.join('?' * len(picked))}) RETURNING id, payload, attempts, priority, history, state",
+                (node, now + lease_seconds, *(p[0] for p in picked))).fetchall()
+            rechecks = sum(p[1] for p in picked)  # due rechecks: done until now, leased again
+            self._add(db, "queued", -(len(rows) - rechecks))
+            self._add(db, "scheduled", -rechecks)
+            self._add(db, "done", -rechecks)
         rows.sort(key=lambda r: (-r[3], r[0]))
-        return [Leased(r[0], r[1], r[2], *count_history(r[4])) for r in rows]
+        return [Leased(r[0], r[1], r[2], *count_history(r[4]), state=r[5] or "") for r in rows]
 
     def _requeue(self, where: str, params: tuple[object, ...]) -> int:
         with self._tx() as db:
@@ -188,9 +202,15 @@ class SqliteFrontier(FrontierBackend):
         leased = dict(self._db.execute(
             "SELECT owner, count(*) FROM queue WHERE owner IS NOT NULL GROUP BY owner").fetchall())
         state = dict(self._db.execute("SELECT key, value FROM state").fetchall())
-        waiting = self._db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND not_before > ?",
-                                   (self.now(),)).fetchone()[0]
-        return Counts(waiting=waiting, queued=counters.get("queued", 0), leased=leased, done=counters.get("done", 0),
+        now = self.now()
+        waiting = self._db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled = 0 AND not_before > ?",
+                                   (now,)).fetchone()[0]
+        due, soon = self._db.execute(
+            "SELECT count(*) FILTER (WHERE not_before <= ?), count(*) FILTER (WHERE not_before > ? AND not_before <= ?)"
+            " FROM queue WHERE owner IS NULL AND scheduled = 1", (now, now, now + 3600)).fetchone()
+        return Counts(waiting=waiting, queued=counters.get("queued", 0) + due, leased=leased,
+                      scheduled=counters.get("scheduled", 0) - due, due_within_hour=soon,
+                      done=counters.get("done", 0) - due,
                       failed=counters.get("failed", 0), seen=counters.get("seen", 0),
                       status=state.get("status") or "new",
                       seeded="seeded" in state or "started" in state,  # "started": files before 0.2
@@ -273,7 +293,12 @@ class SqliteFrontier(FrontierBackend):
         assert self._db is not None
         db, problems = self._db, []
         counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
-        ready = db.execute("SELECT count(*) FROM queue WHERE owner IS NULL").fetchone()[0]
+        ready = db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled = 0").fetchone()[0]
+        scheduled = db.execute("SELECT count(*) FROM queue WHERE scheduled = 1").fetchone()[0]
+        if counters.get("scheduled", 0) != scheduled:
+            problems.append(f"the scheduled counter says {counters.get('scheduled', 0)}, the queue holds {scheduled}")
+        for (row_id,) in db.execute("SELECT id FROM queue WHERE scheduled = 1 AND (owner IS NOT NULL OR not_before IS NULL)"):
+            problems.append(f"entry {row_id} is scheduled for a recheck but leased or without a due time")
         if counters.get("queued", 0) != ready:
             problems.append(f"the queued counter says {counters.get('queued', 0)}, the queue holds {ready}")
         seen = db.execute("SELECT count(*) FROM seen").fetchone()[0]
@@ -282,6 +307,7 @@ class SqliteFrontier(FrontierBackend):
         rows = db.execute("SELECT count(*) FROM queue").fetchone()[0]
         issued = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
         done, failed = counters.get("done", 0), counters.get("failed", 0)
+        rows -= scheduled  # kept for a recheck: counted as done
         if issued is not None and done + failed + rows != issued[0]:
             problems.append(f"{issued[0]} requests were queued, but done {done} + failed {failed} + "
                             f"in the queue {rows} = {done + failed + rows}")

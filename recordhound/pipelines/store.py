@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter, deque
+from datetime import UTC, datetime, timedelta
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,8 @@ from recordhound.catalog import worker
 from recordhound.catalog.errors import is_transient
 from recordhound.catalog.writer import BatchResult
 from recordhound.db.sources import ensure_source, now_iso, update_source_meta
-from recordhound.items import Release
+from recordhound.db.offers import touch_offers
+from recordhound.items import Release, Unchanged
 from recordhound.pipelines.batcher import Batcher
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ class StorePipeline:
         self.engine: Engine | None = None
         self.source_id = 0
         self.batcher: Batcher[Release, BatchResult] | None = None
+        self.unchanged: Batcher[Unchanged, int] | None = None  # pages that answered 304
         self.executor: Executor | None = None
         self._started = self._last_progress = time.monotonic()
 
@@ -74,15 +77,24 @@ class StorePipeline:
                                self._written, is_transient, engine.pause, engine.unpause,
                                self.config.retry_max_seconds)
         self.batcher.start()
+        self.unchanged = Batcher(self._touch, self.config.batch_size, self.config.flush_seconds,
+                                 self._touched, is_transient, engine.pause, engine.unpause,
+                                 self.config.retry_max_seconds)
+        self.unchanged.start()
         logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())
 
     async def process_item(self, item: Any) -> Any:
+        if isinstance(item, Unchanged) and self.unchanged is not None:
+            await self.unchanged.add(item)
+            return item
         if not isinstance(item, Release) or self.batcher is None:
             return item
         await self.batcher.add(item)
         return item
 
     async def close_spider(self) -> None:
+        if self.unchanged is not None:
+            await self.unchanged.close()
         if self.batcher is not None:
             await self.batcher.close()
         if self.executor is not None:
@@ -97,6 +109,21 @@ class StorePipeline:
             logger.error("The database writer process died; starting a new one")
             self.executor = self._executor()
             raise
+
+    async def _touch(self, items: list[Unchanged]) -> int:
+        """A 304 writes nothing but the offers' last_seen (at its resolution), off the reactor."""
+        assert self.engine is not None
+        engine, resolution = self.engine, timedelta(seconds=self.config.last_seen_resolution_seconds)
+
+        def touch() -> int:
+            with engine.begin() as conn:
+                return touch_offers(conn, self.source_id, [item.url for item in items], datetime.now(UTC), resolution)
+        moved = await asyncio.to_thread(touch)
+        self.crawler.stats.inc_value("recordhound/store/unchanged_pages", len(items))
+        return moved
+
+    def _touched(self, moved: int) -> None:
+        self.counts["unchanged_pages_last_seen"] += moved
 
     def _executor(self) -> Executor:
         return _writer_executor(self.config, self.review, self.trusted)

@@ -91,6 +91,24 @@ class PolitenessSpec:
 
 
 @dataclass(frozen=True)
+class RecrawlSpec:
+    """A profile's ``recrawl:``: seconds between fetches per link kind ("listing" includes the
+    start URLs); with ``min``/``max`` the interval adapts to how often the page changes."""
+
+    intervals: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    min_seconds: float | None = None
+    max_seconds: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.intervals)
+
+    @property
+    def adaptive(self) -> bool:
+        return self.min_seconds is not None or self.max_seconds is not None
+
+
+@dataclass(frozen=True)
 class HealthSpec:
     max_failed_share: float | None = None  # None: RECORDHOUND_HEALTH_MAX_FAILED_SHARE
 
@@ -113,6 +131,7 @@ class Profile:
     retry: RetrySpec = RetrySpec()
     politeness: PolitenessSpec = PolitenessSpec()
     health: HealthSpec = HealthSpec()
+    recrawl: RecrawlSpec = RecrawlSpec()
 
     @property
     def structured_kinds(self) -> frozenset[str]:

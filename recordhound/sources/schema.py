@@ -34,6 +34,7 @@ from recordhound.sources.profile import (
     Profile,
     HealthSpec,
     PolitenessSpec,
+    RecrawlSpec,
     RenderSpec,
     RetrySpec,
     SelectorSpec,
@@ -41,7 +42,7 @@ from recordhound.sources.profile import (
 from recordhound.sources.structured import compiled
 
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
-            "render", "structured", "retry", "politeness", "health"}
+            "render", "structured", "retry", "politeness", "health", "recrawl"}
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
 _CSS = HTMLTranslator()
@@ -141,8 +142,29 @@ def build_profile(path: str, document: Any) -> Profile:
         retry=_retry(root.child("retry")),
         politeness=_politeness(root.child("politeness")),
         health=_health(root.child("health")),
+        recrawl=_recrawl(root.child("recrawl")),
     )
 
+
+def _recrawl(doc: _Doc) -> RecrawlSpec:
+    """``recrawl: {product: 6h, listing: 1h, min: 30m, max: 7d}`` (ISO 8601 durations too)."""
+    from recordhound.frontier.recrawl import parse_duration
+
+    if doc.value is None:
+        return RecrawlSpec()
+    doc.mapping({*LINK_KINDS, "min", "max"})
+    seconds: dict[str, float] = {}
+    for key, value in doc.value.items():
+        found = parse_duration(value)
+        if found is None:
+            raise doc.fail(f"expected a duration such as 30m, 6h, 2d or PT6H, got {value!r}", f"{doc.key}.{key}")
+        seconds[key] = found
+    low, high = seconds.pop("min", None), seconds.pop("max", None)
+    if not seconds:
+        raise doc.fail(f"name at least one link kind to recrawl ({', '.join(LINK_KINDS)})")
+    if low is not None and high is not None and low > high:
+        raise doc.fail(f"min ({low:g} s) is above max ({high:g} s)")
+    return RecrawlSpec(MappingProxyType(seconds), low, high)
 
 def _health(doc: _Doc) -> HealthSpec:
     """``health: {max_failed_share: 0.1}``: a finished crawl with more failed requests has failed."""

@@ -17,8 +17,9 @@ from scrapy.http import Response, TextResponse
 from recordhound.errors import record_error
 from recordhound.exceptions import ConfigError, ProfileError
 from recordhound.extensions.health import PRODUCT_PAGES_STAT, SpidermonToDebug
-from recordhound.frontier.registry import report_failure
+from recordhound.frontier.registry import KIND_META, report_failure
 from recordhound.frontier.retry import RetryPolicy
+from recordhound.items import Unchanged
 from recordhound.middlewares.render import RENDER_META, enable_rendering
 from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release, structured_data
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
-KIND_META = "recordhound_kind"
 
 
 class CatalogSpider(scrapy.Spider):
@@ -72,6 +72,8 @@ class CatalogSpider(scrapy.Spider):
                                  errback=self.on_error, meta=self._meta("listing", "start"))
 
     def parse_listing(self, response: Response) -> Iterator[scrapy.Request]:
+        if response.status == 304:
+            return  # a recheck: unchanged, so are its links (they are in the frontier already)
         if not self._is_text(response):
             return
         for kind, link in self.profile.links.items():
@@ -91,6 +93,9 @@ class CatalogSpider(scrapy.Spider):
     def parse_product(self, response: Response) -> Iterator[Any]:
         assert self.crawler is not None and self.crawler.stats is not None
         self.crawler.stats.inc_value(PRODUCT_PAGES_STAT)  # crawl health: product pages must yield items
+        if response.status == 304:
+            yield Unchanged(self.profile.name, response.url)  # a recheck: the offer was seen again
+            return
         if not self._is_text(response):
             return
         if (problem := _undecodable(response)) is not None:  # never store U+FFFD as if it were text

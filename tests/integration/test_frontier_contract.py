@@ -247,3 +247,29 @@ def test_dead_letters_keep_reason_and_history_and_go_back_on_request(backend: Fr
     assert back.attempts == 3  # the fencing token only grows
     backend.commit([], [back.lease], [])
     assert backend.dead_letters() == [] and backend.verify() == []
+
+
+def test_a_recheck_is_done_until_due_then_leased_again_with_its_state(backend: FrontierBackend) -> None:
+    from recordhound.frontier.backend import Recheck
+
+    backend.commit([entry("product", 10), entry("listing", 20), entry("gone")], [], [], seeded=True)
+    listing, product, gone = backend.lease("n1", 3, 60)
+    state = json.dumps({"interval": 0.6, "etag": '"abc"'})
+    committed = backend.commit([], [gone.lease], [], rechecks=[Recheck(product.lease, 0.6, state),
+                                                               Recheck(listing.lease, 60, "{}")])
+    assert committed.refused == 0
+    counts = backend.counts()
+    assert (counts.queued, counts.done, counts.scheduled, counts.due_within_hour) == (0, 3, 2, 2)
+    assert counts.drained and backend.verify() == []  # nothing due: a run without follow may end
+    assert backend.lease("n1", 5, 60) == []
+    time.sleep(0.7)
+    counts = backend.counts()
+    assert (counts.queued, counts.done, counts.scheduled, counts.drained) == (1, 2, 1, False)  # due: to do again
+    (again,) = backend.lease("n2", 5, 60)
+    assert (again.id, again.payload, again.state, again.attempts) == (product.id, "product", state, 2)
+    assert backend.verify() == []
+    backend.commit([], [again.lease], [])  # acked without a recheck: done for good
+    counts = backend.counts()
+    assert (counts.queued, counts.done, counts.scheduled) == (0, 3, 1) and backend.verify() == []
+    stale = backend.commit([], [], [], rechecks=[Recheck(again.lease, 1, "{}")])
+    assert stale.refused == 1  # fenced like any ack
