@@ -172,3 +172,24 @@ def test_kill_9_of_a_following_node_skips_no_due_page_and_fetches_none_twice_wit
             assert_product_db_matches(setup.database_url, truth)
         finally:
             setup.cleanup()
+
+
+def test_adaptive_intervals_revisit_the_pages_whose_prices_change_more_often(tmp_path: Path) -> None:
+    from recordhound.demo.catalog import is_hot
+
+    with ShopProcess(100, seed=84, throttle=("--epoch-seconds", "2", "--last-epoch", "30")) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, f"sqlite:///{tmp_path / 'product.sqlite3'}")  # embedded
+        _profile(setup, "{product: 2s, listing: 1s, pagination: 1s, min: 1s, max: 8s}")
+        node = setup.start(*FOLLOW, name="follow")
+        try:
+            time.sleep(24)
+            node.signal(signal.SIGTERM)
+            assert node.wait(60) == 0, _log(setup, "follow")
+        finally:
+            node.ensure_stopped()
+        fetched, truth = shop.stats()["fetched_at"], shop.truth()
+        counts = {offer["external_id"]: len(fetched[offer["path"]]) for offer in truth["offers"]}
+        hot = [n for sku, n in counts.items() if is_hot(84, sku)]  # the demo catalog's own list of volatile offers
+        cold = [n for sku, n in counts.items() if not is_hot(84, sku)]
+        assert len(hot) >= 5 and sum(hot) / len(hot) > 1.5 * sum(cold) / len(cold), (sorted(hot), sorted(cold))
+        assert "Following:" in (setup.workdir / "follow.log").read_text()  # progress of the long run
