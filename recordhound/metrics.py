@@ -42,7 +42,9 @@ class RecordhoundCollector(Collector):
             ("queued", "Requests queued (waiting retries included)"),
             ("due", "Queued requests that may be leased now"),
             ("waiting_retry", "Queued requests waiting out a retry backoff"),
-            ("seen", "Fingerprints in the crawl's seen-set"))}
+            ("seen", "Fingerprints in the crawl's seen-set"),
+            ("scheduled", "Done requests kept for a recheck, not due yet"),
+            ("due_within_hour", "Scheduled rechecks due in the next hour"))}
         leased = GaugeMetricFamily("recordhound_frontier_leased", "Requests leased, by node", labels=["crawl", "node"])
         done = CounterMetricFamily("recordhound_frontier_done", "Requests done (acked)", labels=["crawl"])
         failed = GaugeMetricFamily("recordhound_frontier_failed", "Dead letters, by reason", labels=["crawl", "reason"])
@@ -61,6 +63,8 @@ class RecordhoundCollector(Collector):
             gauges["due"].add_metric([crawl], report["queued"] - report["waiting_for_retry"])
             gauges["waiting_retry"].add_metric([crawl], report["waiting_for_retry"])
             gauges["seen"].add_metric([crawl], report["seen"])
+            gauges["scheduled"].add_metric([crawl], report["scheduled"])
+            gauges["due_within_hour"].add_metric([crawl], report["due_within_hour"])
             for node, count in report["leased_by_node"].items():
                 leased.add_metric([crawl, node], count)
             done.add_metric([crawl], report["done"])

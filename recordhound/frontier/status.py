@@ -70,6 +70,7 @@ def describe(backend: FrontierBackend, crawl: str) -> dict[str, Any]:
                   for node, i in backend.nodes().items()},
         "recent_failures": [reason for _, reason in backend.failures(5)],
         "waiting_for_retry": counts.waiting, "failed_by_reason": failures_by_reason(backend),
+        "scheduled": counts.scheduled, "due_within_hour": counts.due_within_hour,
     }
 
 
