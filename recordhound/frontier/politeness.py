@@ -34,6 +34,9 @@ FLOOR_SHARE = 0.05  # the rate never goes below this share of the configured rat
 CUT_COOLDOWN_SECONDS = 1.0
 SLOW_FACTOR_OF_USUAL, SLOW_MIN_SECONDS = 3.0, 1.0  # "slow": this many times the usual latency, and at least this
 THROTTLED = (429, 503)
+# Tokens come at this share of the configured rate: the host counts arrivals, which jitter by a few
+# milliseconds, so pacing at exactly R could put R+1 requests into one of its seconds.
+PACE_SHARE = 0.95
 SLOT_MARGIN_SECONDS = 5.0  # a slot outlives the download timeout by this much (then it is free again)
 
 
@@ -46,6 +49,11 @@ class Limits:
     @property
     def active(self) -> bool:
         return self.requests_per_second > 0 or self.concurrency > 0
+
+    @property
+    def pace(self) -> float:
+        """Tokens per second (a little under the limit; see PACE_SHARE)."""
+        return self.requests_per_second * PACE_SHARE
 
 
 class HostLimiter(ABC):
@@ -103,7 +111,7 @@ class LocalLimiter(HostLimiter):
         if limits.concurrency and len(state.slots) >= limits.concurrency:
             return FULL
         if limits.requests_per_second:
-            rate = min(state.rate or limits.requests_per_second, limits.requests_per_second)
+            rate = min(state.rate or limits.pace, limits.pace)
             state.tokens = min(1.0, state.tokens + (now - state.stamp) * rate)
             state.stamp = now
             if state.tokens < 1.0:

@@ -114,7 +114,7 @@ class RedisLimiter(HostLimiter):
 
     def acquire(self, host: str, slot: str, limits: Limits) -> float:
         wait = float(self._acquire(keys=self._keys(host), args=[
-            repr(limits.requests_per_second), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS]))
+            repr(limits.pace), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS]))
         return p.FULL if wait < 0 else wait
 
     def release(self, host: str, slot: str) -> None:
