@@ -26,7 +26,6 @@ CREATE TABLE IF NOT EXISTS queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT, priority INTEGER NOT NULL, payload TEXT NOT NULL,
     owner TEXT, expires REAL, attempts INTEGER NOT NULL DEFAULT 0, not_before REAL, history TEXT,
     scheduled INTEGER NOT NULL DEFAULT 0, state TEXT);
-CREATE INDEX IF NOT EXISTS queue_ready ON queue(priority DESC, id) WHERE owner IS NULL;
 CREATE INDEX IF NOT EXISTS queue_leased ON queue(owner, expires) WHERE owner IS NOT NULL;
 CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS failed (id INTEGER PRIMARY KEY, payload TEXT, reason TEXT, at REAL,
@@ -60,12 +59,19 @@ class SqliteFrontier(FrontierBackend):
 
     @staticmethod
     def _add_columns(db: sqlite3.Connection) -> None:
+        """Columns and indexes newer than a file: ``queue_ready`` holds only what is queued (not the
+        rechecks waiting for their due time, which ``queue_due`` finds), so leasing never walks them."""
         with immediate(db):
             for table, columns in ADDED_COLUMNS.items():
                 present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
                 for column in columns:
                     if column.split()[0] not in present:
                         db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            ready = db.execute("SELECT sql FROM sqlite_master WHERE name = 'queue_ready'").fetchone()
+            if ready is not None and "scheduled" not in ready[0]:
+                db.execute("DROP INDEX queue_ready")  # a file from before rechecks
+            db.execute("CREATE INDEX IF NOT EXISTS queue_ready ON queue(priority DESC, id) "
+                       "WHERE owner IS NULL AND scheduled = 0")
             db.execute("CREATE INDEX IF NOT EXISTS queue_due ON queue(scheduled, not_before) WHERE owner IS NULL")
 
     def close(self) -> None:
@@ -148,17 +154,19 @@ class SqliteFrontier(FrontierBackend):
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
         now = self.now()
         with self._tx() as db:
-            picked = db.execute(
-                "SELECT id, scheduled FROM queue WHERE owner IS NULL AND (not_before IS NULL OR not_before <= ?)"
-                " ORDER BY priority DESC, id LIMIT ?", (now, count)).fetchall()
+            # rechecks whose time has come are queued again (no longer done), in their place in line
+            due = db.execute("UPDATE queue SET scheduled = 0 WHERE owner IS NULL AND scheduled = 1 AND not_before <= ?",
+                             (now,)).rowcount
+            self._add(db, "scheduled", -due)
+            self._add(db, "done", -due)
+            self._add(db, "queued", due)
             rows = db.execute(
-                "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1, scheduled = 0 "
-                f"WHERE id IN ({','.join('?' * len(picked))}) RETURNING id, payload, attempts, priority, history, state",
-                (node, now + lease_seconds, *(p[0] for p in picked))).fetchall()
-            rechecks = sum(p[1] for p in picked)  # due rechecks: done until now, leased again
-            self._add(db, "queued", -(len(rows) - rechecks))
-            self._add(db, "scheduled", -rechecks)
-            self._add(db, "done", -rechecks)
+                "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1 WHERE id IN ("
+                " SELECT id FROM queue WHERE owner IS NULL AND scheduled = 0 AND (not_before IS NULL OR not_before <= ?)"
+                " ORDER BY priority DESC, id LIMIT ?)"
+                " RETURNING id, payload, attempts, priority, history, state",
+                (node, now + lease_seconds, now, count)).fetchall()
+            self._add(db, "queued", -len(rows))
         rows.sort(key=lambda r: (-r[3], r[0]))
         return [Leased(r[0], r[1], r[2], *count_history(r[4]), state=r[5] or "") for r in rows]
 
