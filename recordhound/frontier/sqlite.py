@@ -1,8 +1,9 @@
 """Embedded frontier: one SQLite file (WAL) per crawl, under JOBDIR or a per-source folder.
 
-Tables: ``queue`` (queued rows have owner NULL; leased rows name their node and expiry; a retry
-waits until ``not_before``; ``history`` is the JSON list of its attempts; a done request kept for
-a recheck has ``scheduled`` 1, its due time in ``not_before`` and its ``state``), ``seen`` (8-byte
+Tables: ``queue`` (queued rows have owner NULL; leased rows name their node and expiry;
+``history`` is the JSON list of an entry's attempts; a row that waits until ``not_before`` has
+``scheduled`` RECHECK (a done request kept for a recheck, with its ``state``) or RETRY (a retry
+waiting out its backoff); a lease first queues the waiting rows whose time has come), ``seen`` (8-byte
 fingerprints, WITHOUT ROWID), ``failed`` (dead letters), ``counters``, ``nodes``.
 Several processes on one machine may share the file; SQLite's write lock serializes them.
 """
@@ -35,6 +36,7 @@ CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, host TEXT, pid INTEGER,
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
 CURRENT = "id = ? AND attempts = ? AND owner IS NOT NULL"  # the lease named by (id, token) is current
+RECHECK, RETRY = 1, 2  # queue.scheduled of a row waiting for its not_before (0: queued or leased)
 ADDED_COLUMNS = {  # columns newer than the first frontier files: added when an older file is opened
     "queue": ("not_before REAL", "history TEXT", "scheduled INTEGER NOT NULL DEFAULT 0", "state TEXT"),
     "failed": ("history TEXT", "priority INTEGER NOT NULL DEFAULT 0", "attempts INTEGER NOT NULL DEFAULT 0"),
@@ -113,7 +115,7 @@ class SqliteFrontier(FrontierBackend):
             self._add(db, "queued", queued)
             done = sum(db.execute(f"DELETE FROM queue WHERE {CURRENT}", (a.id, a.token)).rowcount for a in acks)
             kept = sum(db.execute(
-                f"UPDATE queue SET owner = NULL, expires = NULL, not_before = ?, scheduled = 1, state = ?, "
+                f"UPDATE queue SET owner = NULL, expires = NULL, not_before = ?, scheduled = {RECHECK}, state = ?, "
                 f"history = NULL WHERE {CURRENT}", (self.now() + r.due_in, r.state, r.lease.id, r.lease.token)).rowcount
                 for r in rechecks or ())
             self._add(db, "done", done + kept)
@@ -137,8 +139,8 @@ class SqliteFrontier(FrontierBackend):
                 continue
             history = _appended(row[0], failure.attempt)
             if failure.retry_in is not None:
-                db.execute(f"UPDATE queue SET owner = NULL, expires = NULL, not_before = ?, history = ? WHERE {CURRENT}",
-                           (now + failure.retry_in, history, *lease))
+                db.execute(f"UPDATE queue SET owner = NULL, expires = NULL, not_before = ?, scheduled = {RETRY}, "
+                           f"history = ? WHERE {CURRENT}", (now + failure.retry_in, history, *lease))
                 retried += 1
                 continue
             payload, priority, attempts = db.execute(
@@ -154,18 +156,17 @@ class SqliteFrontier(FrontierBackend):
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
         now = self.now()
         with self._tx() as db:
-            # rechecks whose time has come are queued again (no longer done), in their place in line
-            due = db.execute("UPDATE queue SET scheduled = 0 WHERE owner IS NULL AND scheduled = 1 AND not_before <= ?",
-                             (now,)).rowcount
-            self._add(db, "scheduled", -due)
-            self._add(db, "done", -due)
-            self._add(db, "queued", due)
+            # waiting rows whose time has come take their place in line; a recheck is no longer done
+            due = {kind: db.execute("UPDATE queue SET scheduled = 0 WHERE owner IS NULL AND scheduled = ? "
+                                    "AND not_before <= ?", (kind, now)).rowcount for kind in (RECHECK, RETRY)}
+            self._add(db, "scheduled", -due[RECHECK])
+            self._add(db, "done", -due[RECHECK])
+            self._add(db, "queued", due[RECHECK])  # a retry was counted as queued while it waited
             rows = db.execute(
                 "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1 WHERE id IN ("
-                " SELECT id FROM queue WHERE owner IS NULL AND scheduled = 0 AND (not_before IS NULL OR not_before <= ?)"
-                " ORDER BY priority DESC, id LIMIT ?)"
+                " SELECT id FROM queue WHERE owner IS NULL AND scheduled = 0 ORDER BY priority DESC, id LIMIT ?)"
                 " RETURNING id, payload, attempts, priority, history, state",
-                (node, now + lease_seconds, now, count)).fetchall()
+                (node, now + lease_seconds, count)).fetchall()
             self._add(db, "queued", -len(rows))
         rows.sort(key=lambda r: (-r[3], r[0]))
         return [Leased(r[0], r[1], r[2], *count_history(r[4]), state=r[5] or "") for r in rows]
@@ -211,11 +212,11 @@ class SqliteFrontier(FrontierBackend):
             "SELECT owner, count(*) FROM queue WHERE owner IS NOT NULL GROUP BY owner").fetchall())
         state = dict(self._db.execute("SELECT key, value FROM state").fetchall())
         now = self.now()
-        waiting = self._db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled = 0 AND not_before > ?",
-                                   (now,)).fetchone()[0]
+        waiting = self._db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled = ? AND not_before > ?",
+                                   (RETRY, now)).fetchone()[0]
         due, soon = self._db.execute(
             "SELECT count(*) FILTER (WHERE not_before <= ?), count(*) FILTER (WHERE not_before > ? AND not_before <= ?)"
-            " FROM queue WHERE owner IS NULL AND scheduled = 1", (now, now, now + 3600)).fetchone()
+            " FROM queue WHERE owner IS NULL AND scheduled = ?", (now, now, now + 3600, RECHECK)).fetchone()
         return Counts(waiting=waiting, queued=counters.get("queued", 0) + due, leased=leased,
                       scheduled=counters.get("scheduled", 0) - due, due_within_hour=soon,
                       done=counters.get("done", 0) - due,
@@ -301,12 +302,12 @@ class SqliteFrontier(FrontierBackend):
         assert self._db is not None
         db, problems = self._db, []
         counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
-        ready = db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled = 0").fetchone()[0]
-        scheduled = db.execute("SELECT count(*) FROM queue WHERE scheduled = 1").fetchone()[0]
+        ready = db.execute(f"SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled != {RECHECK}").fetchone()[0]
+        scheduled = db.execute(f"SELECT count(*) FROM queue WHERE scheduled = {RECHECK}").fetchone()[0]
         if counters.get("scheduled", 0) != scheduled:
             problems.append(f"the scheduled counter says {counters.get('scheduled', 0)}, the queue holds {scheduled}")
-        for (row_id,) in db.execute("SELECT id FROM queue WHERE scheduled = 1 AND (owner IS NOT NULL OR not_before IS NULL)"):
-            problems.append(f"entry {row_id} is scheduled for a recheck but leased or without a due time")
+        for (row_id,) in db.execute("SELECT id FROM queue WHERE scheduled != 0 AND (owner IS NOT NULL OR not_before IS NULL)"):
+            problems.append(f"entry {row_id} waits for a recheck or retry but is leased or has no due time")
         if counters.get("queued", 0) != ready:
             problems.append(f"the queued counter says {counters.get('queued', 0)}, the queue holds {ready}")
         seen = db.execute("SELECT count(*) FROM seen").fetchone()[0]
