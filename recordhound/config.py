@@ -49,6 +49,16 @@ def _bool(settings: BaseSettings, name: str) -> bool:
         ) from exc
 
 
+def follow_enabled(settings: BaseSettings, argument: object = None) -> bool:
+    """Whether the crawl follows its recrawl schedule: ``-a follow=...`` (a spider argument, when
+    given) or RECORDHOUND_FOLLOW, parsed like any boolean setting."""
+    if argument is not None:
+        from scrapy.settings import BaseSettings as Given
+
+        settings = Given({"RECORDHOUND_FOLLOW": argument})
+    return _bool(settings, "RECORDHOUND_FOLLOW")
+
+
 def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
     value = str(settings.get(name))
     if value not in choices:

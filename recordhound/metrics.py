@@ -106,17 +106,16 @@ class RecordhoundCollector(Collector):
         if self.frontier.redis_url:
             import redis
 
-            client = redis.Redis.from_url(self.frontier.redis_url, socket_timeout=5)
-            prefix = f"{self.frontier.redis_prefix}:hosts:"
+            from recordhound.frontier.politeness_redis import RedisLimiter
+
+            limiter = RedisLimiter(redis.Redis.from_url(self.frontier.redis_url, socket_timeout=5),
+                                   self.frontier.redis_prefix, slot_ttl=0)
             try:
-                for key in client.scan_iter(match=f"{prefix}*", count=1000):
-                    name = key.decode()[len(prefix):]
-                    if name.endswith(":slots"):
-                        in_flight.add_metric([name[:-len(":slots")]], client.zcard(key))
-                    elif (value := client.hget(key, "rate")) is not None:
-                        rate.add_metric([name], float(value))
+                for host, (slots, current) in limiter.hosts().items():
+                    in_flight.add_metric([host], slots)
+                    rate.add_metric([host], current)
             finally:
-                client.close()
+                limiter.close()
         yield from (in_flight, rate)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from recordhound.config import FrontierConfig, StoreConfig
+from recordhound.config import FrontierConfig, StoreConfig, follow_enabled, non_negative_float
 from recordhound.exceptions import RecordhoundError
 from recordhound.sources import load_profile
 
@@ -23,6 +23,8 @@ def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
     profile = load_profile(spider_args.get("source") or "demo", settings.getlist("RECORDHOUND_PROFILES_DIRS"))
     RetryPolicy.from_settings(settings, profile.retry)
     politeness_limits(settings, profile)
+    follow_enabled(settings, spider_args.get("follow"))
+    non_negative_float(settings, "RECORDHOUND_HEALTH_MAX_FAILED_SHARE")
     frontier = FrontierConfig.from_settings(settings)
     if frontier.redis_url:
         _ping_redis(frontier.redis_url)

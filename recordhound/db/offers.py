@@ -151,12 +151,9 @@ def _execute(conn: Connection, inserts: list[dict[str, Any]], updates: list[dict
         insert_with_ids(conn, OfferHistory, history)
 
 
-def touch_offers(conn: Connection, source_id: int, urls: list[str], now: datetime, resolution: timedelta) -> int:
+def touch_offers(conn: Connection, source_id: int, urls: list[str], now: datetime, resolution: timedelta) -> None:
     """Pages that answered 304: their offers were seen again. ``last_seen`` moves only when it is
-    older than ``resolution`` (as for a page fetched whole); nothing else is written. Returns how
-    many offers moved."""
-    if not urls:
-        return 0
-    result = conn.execute(update(Offer).where(Offer.source_id == source_id, Offer.url.in_(urls),
-                                              Offer.last_seen < now - resolution).values(last_seen=now))
-    return int(result.rowcount or 0)
+    older than ``resolution`` (as for a page fetched whole); nothing else is written."""
+    if urls:
+        conn.execute(update(Offer).where(Offer.source_id == source_id, Offer.url.in_(urls),
+                                         Offer.last_seen < now - resolution).values(last_seen=now))

@@ -86,6 +86,7 @@ class CrawlHealth(MonitorSuite):
 
 
 def max_failed_share(crawler: Any) -> float:
-    spider = getattr(crawler, "spider", None)
-    share = getattr(getattr(getattr(spider, "profile", None), "health", None), "max_failed_share", None)
+    """The profile's ``health.max_failed_share``, else RECORDHOUND_HEALTH_MAX_FAILED_SHARE."""
+    profile = getattr(crawler.spider, "profile", None)
+    share = profile.health.max_failed_share if profile is not None else None
     return float(share) if share is not None else crawler.settings.getfloat("RECORDHOUND_HEALTH_MAX_FAILED_SHARE")

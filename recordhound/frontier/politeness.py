@@ -137,9 +137,6 @@ class LocalLimiter(HostLimiter):
         if status not in THROTTLED:
             state.usual = latency if not state.usual else 0.9 * state.usual + 0.1 * latency
 
-    def rate(self, host: str) -> float:
-        return self._host(host).rate
-
 
 def politeness_limits(settings: BaseSettings, profile: Profile | None) -> Limits:
     """The profile's ``politeness:``, else the RECORDHOUND_POLITENESS_* settings."""

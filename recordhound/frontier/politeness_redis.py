@@ -138,5 +138,11 @@ class RedisLimiter(HostLimiter):
     def in_flight(self, host: str) -> int:
         return int(self.r.zcard(self._keys(host)[1]))
 
+    def hosts(self) -> dict[str, tuple[int, float]]:
+        """Every host with politeness state: (requests in flight, current rate; 0: none adapted)."""
+        names = {key.decode()[len(self.prefix) + 1:].removesuffix(":slots")
+                 for key in self.r.scan_iter(match=f"{self.prefix}:*", count=1000)}
+        return {host: (self.in_flight(host), self.rate(host)) for host in sorted(names)}
+
     def close(self) -> None:
         self.r.close()

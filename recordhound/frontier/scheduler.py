@@ -25,7 +25,7 @@ from twisted.internet import reactor, task, threads
 
 from recordhound import failpoints
 from recordhound.backoff import backoff_seconds
-from recordhound.config import FrontierConfig
+from recordhound.config import FrontierConfig, follow_enabled
 from recordhound.errors import record_error
 from recordhound.frontier import engine_access, registry, serialize
 from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Lease, Recheck
@@ -128,7 +128,7 @@ class FrontierScheduler:
         self.retry = getattr(spider, "retry_policy", None) or self.retry
         self.limits = politeness_limits(self.crawler.settings, profile)
         self.recrawl = getattr(profile, "recrawl", None) or RecrawlSpec()
-        self.follow = _truthy(getattr(spider, "follow", None)) or self.crawler.settings.getbool("RECORDHOUND_FOLLOW")
+        self.follow = follow_enabled(self.crawler.settings, getattr(spider, "follow", None))
         if self.follow and not self.recrawl.active:
             logger.warning("follow=true, but the profile has no `recrawl:` schedule: the crawl ends when it drains")
             self.follow = False
@@ -354,8 +354,8 @@ class FrontierScheduler:
 
     def _take_allowed(self) -> Request | None:
         """The first request in hand whose host has a token and a free slot now."""
-        if self.limiter is None or self._down_since is not None:
-            return self._leased.popleft() if self._leased and self._down_since is None else None
+        if self.limiter is None:
+            return self._leased.popleft() if self._leased else None
         now = time.monotonic()
         for index, request in enumerate(self._leased):
             host = _host(request)
@@ -471,10 +471,8 @@ class FrontierScheduler:
             self._inc("changed" if change else "unchanged")
 
     def _failed(self, frontier_id: int, reason: str, retry_in: float | None = None) -> None:
-        if retry_in is None:
-            self._kinds.pop(frontier_id, None)
-            self._states.pop(frontier_id, None)
-        self._seen_pages.pop(frontier_id, None)
+        for per_lease in (self._kinds, self._states, self._seen_pages):  # a retry's are read again at its lease
+            per_lease.pop(frontier_id, None)
         tries = self._tries.pop(frontier_id, 0) + 1
         attempt = json.dumps({"at": round(time.time(), 3), "node": self.node, "outcome": reason})
         if retry_in is None and tries > 1:
@@ -668,10 +666,6 @@ class FrontierScheduler:
 
 def this_host() -> str:
     return socket.gethostname()
-
-
-def _truthy(value: object) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on") if value is not None else False
 
 
 def _host(request: Request) -> str:

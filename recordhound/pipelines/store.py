@@ -46,7 +46,7 @@ class StorePipeline:
         self.engine: Engine | None = None
         self.source_id = 0
         self.batcher: Batcher[Release, BatchResult] | None = None
-        self.unchanged: Batcher[Unchanged, int] | None = None  # pages that answered 304
+        self.unchanged: Batcher[Unchanged, int] | None = None  # pages that answered 304 (a batch: how many)
         self.executor: Executor | None = None
         self._started = self._last_progress = time.monotonic()
 
@@ -115,15 +115,15 @@ class StorePipeline:
         assert self.engine is not None
         engine, resolution = self.engine, timedelta(seconds=self.config.last_seen_resolution_seconds)
 
-        def touch() -> int:
+        def touch() -> None:
             with engine.begin() as conn:
-                return touch_offers(conn, self.source_id, [item.url for item in items], datetime.now(UTC), resolution)
-        moved = await asyncio.to_thread(touch)
-        self.crawler.stats.inc_value("recordhound/store/unchanged_pages", len(items))
-        return moved
+                touch_offers(conn, self.source_id, [item.url for item in items], datetime.now(UTC), resolution)
+        await asyncio.to_thread(touch)
+        return len(items)
 
-    def _touched(self, moved: int) -> None:
-        self.counts["unchanged_pages_last_seen"] += moved
+    def _touched(self, pages: int) -> None:
+        self.counts["unchanged_pages"] += pages
+        self.crawler.stats.inc_value("recordhound/store/unchanged_pages", pages)
 
     def _executor(self) -> Executor:
         return _writer_executor(self.config, self.review, self.trusted)
