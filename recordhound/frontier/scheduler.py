@@ -103,6 +103,7 @@ class FrontierScheduler:
         self._last_progress = time.monotonic()
         self._progress_rechecked = 0
         self._idle_marked = False
+        self._rechecked_in_buffer = False  # the buffer holds a page fetched again (a crash point)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -467,6 +468,7 @@ class FrontierScheduler:
         self._rechecks.append(Recheck(self._lease(frontier_id), due_in, kept))
         change = recrawl.changed(state, seen)
         self._inc("rechecked" if state else "first_fetched")
+        self._rechecked_in_buffer = self._rechecked_in_buffer or bool(state)
         if change is not None:
             self._inc("changed" if change else "unchanged")
 
@@ -518,10 +520,13 @@ class FrontierScheduler:
         entries, acks, failures, seeded = self._entries, self._acks, self._failures, self._seed_pending
         rechecks = self._rechecks
         failpoints.hit("frontier.before_flush")
+        if self._rechecked_in_buffer:
+            failpoints.hit("frontier.before_recheck_flush")
         committed = self.backend.commit(entries, acks, failures, seeded, rechecks)
         failpoints.hit("frontier.after_flush")
         self._seen.update(self._entry_fps)
         self._entries, self._entry_fps, self._acks, self._failures, self._rechecks = [], set(), [], [], []
+        self._rechecked_in_buffer = False
         self._seed_pending = False
         self._counts = None
         self._inc("queued", committed.queued)

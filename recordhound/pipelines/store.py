@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 
-from recordhound import signals
+from recordhound import failpoints, signals
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.errors import record_error
 from recordhound.extensions.health import HEALTH_STAT
@@ -119,6 +119,7 @@ class StorePipeline:
             with engine.begin() as conn:
                 touch_offers(conn, self.source_id, [item.url for item in items], datetime.now(UTC), resolution)
         await asyncio.to_thread(touch)
+        failpoints.hit("store.after_touch")
         return len(items)
 
     def _touched(self, pages: int) -> None:

@@ -193,3 +193,65 @@ def test_adaptive_intervals_revisit_the_pages_whose_prices_change_more_often(tmp
         cold = [n for sku, n in counts.items() if not is_hot(84, sku)]
         assert len(hot) >= 5 and sum(hot) / len(hot) > 1.5 * sum(cold) / len(cold), (sorted(hot), sorted(cold))
         assert "Following:" in (setup.workdir / "follow.log").read_text()  # progress of the long run
+
+
+def _assert_failed_only_fault_pages_and_consistent(setup: CrawlSetup, truth: dict[str, Any]) -> None:
+    from recordhound.frontier.status import verify
+    from tests.integration.truthcheck import FAILED_FAULTS, failed_paths
+
+    assert failed_paths(setup) == sorted(truth["faults"][f].lstrip("/") for f in FAILED_FAULTS)
+    assert verify(setup.frontier_config(), "demo") == []
+
+
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_kill_9_before_rechecks_are_written_loses_no_page_and_no_due_time(
+    kind: str, tmp_path: Path, product_db: str,
+) -> None:
+    interval = 3.0
+    with ShopProcess(40, seed=85, throttle=("--epoch-seconds", "4", "--last-epoch", "1")) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, product_db, redis_url() if kind == "redis" else "")
+        _profile(setup, "{product: 3s, listing: 3s, pagination: 3s}")
+        try:
+            # the first write of pages fetched again (with epoch 1's prices) never happens
+            first = setup.start(*FOLLOW, name="first", failpoints="frontier.before_recheck_flush=kill")
+            assert first.wait(120) == -9, _log(setup, "first")
+            killed_at = time.time()
+            second = setup.start(*FOLLOW, name="second")
+            try:
+                time.sleep(2 * interval + 3)
+                second.signal(signal.SIGTERM)
+                assert second.wait(60) == 0, _log(setup, "second")
+            finally:
+                second.ensure_stopped()
+            truth, fetched = shop.truth(), shop.stats()["fetched_at"]
+            assert truth["epoch"] == 1
+            for path in _product_paths(truth):
+                assert [t for t in fetched[path] if t > killed_at], path  # fetched again after the restart
+            assert_product_db_matches(setup.database_url, truth)  # epoch 1's prices; IDs and sequences
+            _assert_failed_only_fault_pages_and_consistent(setup, truth)
+        finally:
+            setup.cleanup()
+
+
+def test_kill_9_after_304s_moved_last_seen_and_before_their_ack(tmp_path: Path, product_db: str) -> None:
+    with ShopProcess(40, seed=86) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, product_db, redis_url())
+        _profile(setup, "{product: 5s, listing: 5s, pagination: 5s}")
+        try:
+            assert setup.start(name="first").wait(300) == 0, _log(setup, "first")
+            before = _snapshot(setup.database_url)
+            time.sleep(5.2)
+            crashed = setup.start("RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS=1", name="crashed",
+                                  failpoints="store.after_touch=kill")
+            assert crashed.wait(120) == -9, _log(setup, "crashed")
+            again = setup.start("RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS=1", name="again")
+            assert again.wait(300) == 0, _log(setup, "again")
+            truth = shop.truth()
+            after = _snapshot(setup.database_url)
+            assert {t: rows for t, rows in after.items() if t != "offers"} == \
+                {t: rows for t, rows in before.items() if t != "offers"}  # only last_seen may move
+            assert_product_db_matches(setup.database_url, truth)
+            _assert_failed_only_fault_pages_and_consistent(setup, truth)
+            assert setup.counts().drained
+        finally:
+            setup.cleanup()
