@@ -49,6 +49,17 @@ def _log(setup: CrawlSetup, name: str) -> str:
     return (setup.workdir / f"{name}.log").read_text()[-4000:]
 
 
+def _follow_for(setup: CrawlSetup, seconds: float, name: str) -> None:
+    """A following node, stopped with SIGTERM after ``seconds``: it must exit 0."""
+    node = setup.start(*FOLLOW, name=name)
+    try:
+        time.sleep(seconds)
+        node.signal(signal.SIGTERM)
+        assert node.wait(60) == 0, _log(setup, name)
+    finally:
+        node.ensure_stopped()
+
+
 def test_a_following_node_rechecks_when_due_not_before_and_catches_every_epoch(
     tmp_path: Path, product_db: str,
 ) -> None:
@@ -153,13 +164,7 @@ def test_kill_9_of_a_following_node_skips_no_due_page_and_fetches_none_twice_wit
             counts = setup.counts()
             assert counts.scheduled > 0  # the due times are stored
             time.sleep(1)
-            second = setup.start(*FOLLOW, name="second")
-            try:
-                time.sleep(2 * interval + 3)
-                second.signal(signal.SIGTERM)
-                assert second.wait(60) == 0, _log(setup, "second")
-            finally:
-                second.ensure_stopped()
+            _follow_for(setup, 2 * interval + 3, "second")
             truth, fetched = shop.truth(), shop.stats()["fetched_at"]
             for path in _product_paths(truth):
                 times = fetched[path]
@@ -180,13 +185,7 @@ def test_adaptive_intervals_revisit_the_pages_whose_prices_change_more_often(tmp
     with ShopProcess(100, seed=84, throttle=("--epoch-seconds", "2", "--last-epoch", "30")) as shop:
         setup = CrawlSetup(tmp_path, shop.url, f"sqlite:///{tmp_path / 'product.sqlite3'}")  # embedded
         _profile(setup, "{product: 2s, listing: 1s, pagination: 1s, min: 1s, max: 8s}")
-        node = setup.start(*FOLLOW, name="follow")
-        try:
-            time.sleep(24)
-            node.signal(signal.SIGTERM)
-            assert node.wait(60) == 0, _log(setup, "follow")
-        finally:
-            node.ensure_stopped()
+        _follow_for(setup, 24, "follow")
         fetched, truth = shop.stats()["fetched_at"], shop.truth()
         counts = {offer["external_id"]: len(fetched[offer["path"]]) for offer in truth["offers"]}
         hot = [n for sku, n in counts.items() if is_hot(84, sku)]  # the demo catalog's own list of volatile offers
@@ -216,13 +215,7 @@ def test_kill_9_before_rechecks_are_written_loses_no_page_and_no_due_time(
             first = setup.start(*FOLLOW, name="first", failpoints="frontier.before_recheck_flush=kill")
             assert first.wait(120) == -9, _log(setup, "first")
             killed_at = time.time()
-            second = setup.start(*FOLLOW, name="second")
-            try:
-                time.sleep(2 * interval + 3)
-                second.signal(signal.SIGTERM)
-                assert second.wait(60) == 0, _log(setup, "second")
-            finally:
-                second.ensure_stopped()
+            _follow_for(setup, 2 * interval + 3, "second")
             truth, fetched = shop.truth(), shop.stats()["fetched_at"]
             assert truth["epoch"] == 1
             for path in _product_paths(truth):
