@@ -17,3 +17,13 @@ def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+@contextmanager
+def snapshot(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A read transaction: every SELECT inside sees the same committed state of the file."""
+    db.execute("BEGIN DEFERRED")
+    try:
+        yield db
+    finally:
+        db.execute("COMMIT")

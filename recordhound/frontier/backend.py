@@ -1,24 +1,50 @@
 """The frontier backend contract, shared by the embedded (SQLite) and Redis backends.
 
-Invariants every backend keeps (tests/integration/test_frontier_contract.py checks them):
+An entry is in exactly one state at a time; a lease of it ends in exactly one recorded outcome.
+This table is the whole state machine: both backends implement exactly it, and
+``tests/integration/test_frontier_stateful.py`` drives random sequences of these operations on
+both real backends and checks it after every step.
+
+==========  =================================  ==========  ============  ====================
+state       operation                          next state  lease outcome lost count
+==========  =================================  ==========  ============  ====================
+(new)       ``commit`` entry, fingerprint new  queued      --            0
+queued      ``lease``                          leased      --            kept
+leased      ``commit`` ack                     (done)      acked         dropped
+leased      ``commit`` Recheck                 scheduled   recheck       reset to 0
+leased      ``commit`` Failure(retry_in=s)     waiting     retry-wait    kept
+leased      ``commit`` Failure(retry_in=None)  failed      failed        dropped
+leased      ``release`` / ``reconcile``        queued      released      kept (no attempt)
+leased      ``reclaim_expired`` (expiry past)  queued      expired       +1
+leased      ``reclaim_node`` (holder is gone)  queued      expired       +1
+waiting     its not-before time comes          queued      --            kept
+scheduled   its due time comes                 queued      --            kept (0)
+failed      ``requeue_failed``                 queued      --            reset to 0
+==========  =================================  ==========  ============  ====================
+
+The "lost count" is the number of leases of an entry that ended *expired* (the holder died or
+stalled past its lease): only these count toward ``RECORDHOUND_FRONTIER_MAX_ATTEMPTS`` ("leased N
+times without an outcome"). A graceful return (*released*) counts nothing: a deploy or a
+``scrapyd cancel`` never turns an unfetched page into a dead letter. Requeueing a dead letter and
+each recheck cycle start the count again.
+
+Further invariants (``verify`` checks the stored ones):
 
 1. ``commit`` marks a fingerprint seen in the same atomic step that queues its request.
 2. In one ``commit``, new requests are queued before any ack or failure is recorded.
-3. A leased entry is acked, failed with a reason, or returned to the queue (lease expiry,
-   ``reclaim_node`` of its node, ``release``). Nothing else removes it.
-4. Leases are handed out by priority (higher first), FIFO within a priority.
-5. Leases are fenced: every lease has a token (the entry's lease count, which only grows), and
-   ack, fail and release take effect only while that token is the entry's current lease. A
-   holder that stalled past its lease, whose entry was re-leased, is refused (``refused``).
-6. The crawl is ``seeded`` when the start requests are durably queued (the same ``commit``);
+3. Leases are handed out by priority (higher first), FIFO within a priority.
+4. Leases are fenced: every lease has a token, and ack, fail, renew and release take effect only
+   while that token is the entry's current lease. A holder that stalled past its lease, whose
+   entry was re-leased, is refused (``refused``). Redis tokens are random, not counts, so a
+   store restored from an older snapshot never hands out a token a live process still holds.
+5. The crawl is ``seeded`` when the start requests are durably queued (the same ``commit``);
    until then it is never drained, and a claim of a dead claimant can be taken over.
-7. A failure with ``retry_in`` puts the entry back in the queue, not to be leased before that
-   many seconds have passed on the backend's clock (the wait is stored, not slept); every
-   failure appends its attempt to the entry's history, which a dead letter keeps. A waiting
-   entry counts as queued: the crawl is not drained while a retry waits.
-8. A ``Recheck`` acks a lease and keeps its request to be fetched again (a recrawl schedule):
-   it counts as done and is not queued until its due time; then it is leased like any queued
-   entry, with the state it was acked with (validators for a conditional request, its interval).
+6. A waiting retry counts as queued (the crawl is not drained while a retry waits); a scheduled
+   recheck counts as done until due, then as ``due`` (work for a node that runs, never a
+   "queued" entry of a completed crawl).
+7. What a process holds is a cache of the store: ``renew`` and ``reconcile`` take the (id, token)
+   pairs the process holds and say which of them the store no longer has.
+8. ``counts``, ``states`` and ``verify`` read one snapshot (one read transaction, one script).
 """
 
 from __future__ import annotations
@@ -53,13 +79,14 @@ class Leased:
     id: int
     payload: str
     attempts: int  # how many times this entry has been leased, this one included
-    outcomes: int = 0  # attempts with a recorded outcome (its history); the rest were lost leases
+    token: int  # fences this lease (see Lease)
+    lost: int = 0  # leases of this entry that expired (no outcome) since it was queued, requeued or rechecked
     tries: int = 0  # failed attempts since it was queued (or requeued from the dead letters)
     state: str = ""  # a recheck's state (see Recheck); "" the first time
 
     @property
     def lease(self) -> Lease:
-        return Lease(self.id, self.attempts)
+        return Lease(self.id, self.token)
 
 
 @dataclass(frozen=True)
@@ -104,12 +131,11 @@ def parse_history(raw: str | bytes | None) -> list[dict[str, Any]]:
     return history if isinstance(history, list) else []
 
 
-def count_history(raw: str | bytes | None) -> tuple[int, int]:
-    """(outcomes, tries) of a stored history: recorded attempts, and failures since the last requeue."""
+def count_tries(raw: str | bytes | None) -> int:
+    """Failed attempts of a stored history since its last requeue."""
     history = parse_history(raw)
-    outcomes = sum(1 for h in history if h.get("outcome") != REQUEUED)
     last = max((i for i, h in enumerate(history) if h.get("outcome") == REQUEUED), default=-1)
-    return outcomes, len(history) - last - 1
+    return len(history) - last - 1
 
 
 @dataclass(frozen=True)
@@ -118,9 +144,29 @@ class Committed:
     refused: int = 0  # acks and failures of leases that are no longer current (fenced off)
 
 
+@dataclass(frozen=True)
+class Reconciled:
+    released: int  # leases the store gave this node that the process does not hold: back in the queue
+    gone: list[Lease]  # leases the process holds that the store no longer has (drop them)
+
+
+QUEUED, WAITING, LEASED, SCHEDULED, FAILED = "queued", "waiting", "leased", "scheduled", "failed"
+STATES = (QUEUED, WAITING, LEASED, SCHEDULED, FAILED)  # every state an entry is stored in (done: gone)
+
+
+@dataclass(frozen=True)
+class EntryState:
+    """One stored entry as a snapshot sees it."""
+
+    state: str  # one of STATES
+    lost: int = 0
+    owner: str = ""  # the node of a leased entry
+    token: int = 0  # the current lease's token (leased entries)
+
+
 @dataclass
 class Counts:
-    queued: int = 0
+    queued: int = 0  # ready to lease, or waiting for a retry
     leased: dict[str, int] = field(default_factory=dict)  # node id -> leases held
     done: int = 0
     failed: int = 0
@@ -131,14 +177,20 @@ class Counts:
     waiting: int = 0  # of the queued: entries whose retry time has not come yet
     scheduled: int = 0  # done entries whose recheck is not due yet (not queued)
     due_within_hour: int = 0  # of the scheduled: due in the next hour
+    due: int = 0  # done entries whose recheck is due now (leased by the next node that asks)
 
     @property
     def leased_total(self) -> int:
         return sum(self.leased.values())
 
     @property
+    def to_fetch(self) -> int:
+        """Entries a running node would lease now or later in this run."""
+        return self.queued + self.due
+
+    @property
     def drained(self) -> bool:
-        return self.seeded and self.queued == 0 and self.leased_total == 0
+        return self.seeded and self.to_fetch == 0 and self.leased_total == 0
 
 
 @dataclass(frozen=True)
@@ -184,13 +236,29 @@ class FrontierBackend(ABC):
     def release(self, leases: list[Lease]) -> int:
         """Return current leases to the queue (unstarted work at shutdown); returns how many."""
 
+    def probe(self) -> None:
+        """One real round trip to the store (raises what the store's client raises)."""
+        self.now()
+
+    def connections(self) -> int:
+        """How many connections the client has opened so far: a change means it reconnected
+        (maybe silently, maybe to a store restored from an older snapshot)."""
+        return 1
+
     @abstractmethod
-    def renew(self, node: str, lease_seconds: float) -> None:
-        """Extend every lease ``node`` holds."""
+    def renew(self, node: str, leases: list[Lease], lease_seconds: float) -> list[Lease]:
+        """Extend these leases of ``node`` (the ones its process holds); returns those that are
+        no longer current (the store lost them, or they expired and were taken over)."""
+
+    @abstractmethod
+    def reconcile(self, node: str, held: list[Lease]) -> Reconciled:
+        """Make the store agree with what ``node``'s process holds, in one atomic step: leases the
+        store gives ``node`` that are not in ``held`` are released (their reply was lost, or the
+        store came back from an older snapshot); ``held`` leases the store no longer has are named."""
 
     @abstractmethod
     def leases_of(self, node: str) -> list[Lease]:
-        """The leases ``node`` holds (to find leases whose reply was lost to a network error)."""
+        """The leases ``node`` holds in the store."""
 
     @abstractmethod
     def reclaim_expired(self) -> int:
@@ -204,7 +272,12 @@ class FrontierBackend(ABC):
     def is_seen(self, fingerprint: bytes) -> bool: ...
 
     @abstractmethod
-    def counts(self) -> Counts: ...
+    def counts(self) -> Counts:
+        """The crawl's counters and states, read in one snapshot."""
+
+    @abstractmethod
+    def states(self) -> dict[int, EntryState]:
+        """Every stored entry's state, read in one snapshot (``verify``, tests; O(entries))."""
 
     @abstractmethod
     def failures(self, limit: int = 100) -> list[tuple[str, str]]:
@@ -216,8 +289,8 @@ class FrontierBackend(ABC):
 
     @abstractmethod
     def requeue_failed(self, ids: list[int]) -> int:
-        """Put these dead letters back in the queue (history and lease count kept); returns how
-        many. A completed crawl is running again, so its next node fetches exactly these."""
+        """Put these dead letters back in the queue (history kept, lost count and tries reset);
+        returns how many. A completed crawl is running again, so its next node fetches exactly these."""
 
     @abstractmethod
     def claim_start(self, token: str, replace_token: str) -> bool:

@@ -32,6 +32,10 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def this_host() -> str:
+    return socket.gethostname()
+
+
 def holder_alive(info: NodeInfo, host: str, now: float, stale_after: float) -> bool:
     if now - info.heartbeat > stale_after:
         return False

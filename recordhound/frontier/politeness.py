@@ -2,10 +2,11 @@
 concurrency slots (requests in flight), with an adaptive rate.
 
 The scheduler asks ``acquire`` before it hands a request to the engine and ``release`` when the
-request leaves the downloader. With Redis (``RedisLimiter``) the bucket and the slots live in
-Redis and are updated by Lua scripts, so all nodes together keep the limits; a slot carries an
-expiry (the download timeout and a margin), so the slots of a node that died come back. Embedded,
-``LocalLimiter`` keeps the same limits in this process.
+request is done with the network (``frontier/hostgate.py``). With Redis (``RedisLimiter``) the
+bucket and the slots live in Redis and are updated by Lua scripts, so all nodes together keep the
+limits. A slot is named ``holder|n`` (the holder: one node of one crawl) and carries an expiry (the
+download timeout and a margin), in Redis and embedded alike, so a slot nobody returns comes back.
+Embedded, ``LocalLimiter`` keeps the same limits in this process.
 
 Adaptive (AutoThrottle's idea, for the whole cluster): a 429 or 503, or a response much slower
 than the host's usual, lowers the host's rate (at most once per ``CUT_COOLDOWN_SECONDS``); each
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from recordhound.config import FrontierConfig, non_negative_float, non_negative_int
@@ -63,14 +64,15 @@ class HostLimiter(ABC):
         to wait before asking again (``FULL``: every slot is taken)."""
 
     @abstractmethod
-    def release(self, host: str, slot: str) -> None: ...
+    def release(self, host: str, slot: str) -> None:
+        """Return a slot (a slot already returned or expired: nothing happens)."""
 
     @abstractmethod
     def feedback(self, host: str, limits: Limits, status: int | None, latency: float) -> None:
         """Adapt the host's rate to a response (``status`` None: a download error)."""
 
-    def forget_node(self, node: str) -> None:
-        """Free the slots a previous process of ``node`` left behind (it was killed)."""
+    def forget_holder(self, holder: str) -> None:
+        """Free the slots a previous process of ``holder`` left behind (it was killed)."""
 
     def close(self) -> None: ...
 
@@ -86,6 +88,11 @@ def next_rate(rate: float, configured: float, status: int | None, latency: float
     return min(configured, rate + configured * RAISE_SHARE)
 
 
+def holder_of(slot: str) -> str:
+    """The holder part of a slot name ``holder|n``."""
+    return slot.rsplit("|", 1)[0]
+
+
 @dataclass
 class _Host:
     tokens: float = 1.0
@@ -93,21 +100,23 @@ class _Host:
     rate: float = 0.0  # current (adaptive) rate; 0: the configured one
     usual: float = 0.0  # moving average of the latency
     cut_at: float = 0.0
-    slots: set[str] | None = None
+    slots: dict[str, float] = field(default_factory=dict)  # slot -> expiry (monotonic)
 
 
 class LocalLimiter(HostLimiter):
-    """The limits within this process (the embedded frontier)."""
+    """The limits within this process (the embedded frontier); slots expire as Redis ones do."""
 
-    def __init__(self) -> None:
+    def __init__(self, slot_ttl: float) -> None:
         self._hosts: dict[str, _Host] = {}
+        self.slot_ttl = slot_ttl
 
     def _host(self, host: str) -> _Host:
-        return self._hosts.setdefault(host, _Host(stamp=time.monotonic(), slots=set()))
+        return self._hosts.setdefault(host, _Host(stamp=time.monotonic()))
 
     def acquire(self, host: str, slot: str, limits: Limits) -> float:
         state, now = self._host(host), time.monotonic()
-        assert state.slots is not None
+        for expired in [s for s, until in state.slots.items() if until <= now]:
+            del state.slots[expired]
         if limits.concurrency and len(state.slots) >= limits.concurrency:
             return FULL
         if limits.requests_per_second:
@@ -118,13 +127,13 @@ class LocalLimiter(HostLimiter):
                 return (1.0 - state.tokens) / rate
             state.tokens -= 1.0
         if limits.concurrency:
-            state.slots.add(slot)
+            state.slots[slot] = now + self.slot_ttl
         return 0.0
 
     def release(self, host: str, slot: str) -> None:
         state = self._hosts.get(host)
-        if state is not None and state.slots is not None:
-            state.slots.discard(slot)
+        if state is not None:
+            state.slots.pop(slot, None)
 
     def feedback(self, host: str, limits: Limits, status: int | None, latency: float) -> None:
         if not (limits.adaptive and limits.requests_per_second):
@@ -151,12 +160,16 @@ def politeness_limits(settings: BaseSettings, profile: Profile | None) -> Limits
 
 def make_limiter(config: FrontierConfig, settings: BaseSettings) -> HostLimiter:
     """Redis-shared limits when the frontier is in Redis, else this process's own."""
+    slot_ttl = settings.getfloat("DOWNLOAD_TIMEOUT") + SLOT_MARGIN_SECONDS
     if not config.redis_url:
-        return LocalLimiter()
+        return LocalLimiter(slot_ttl)
     import redis
 
     from recordhound.frontier.politeness_redis import RedisLimiter
 
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
     client = redis.Redis.from_url(config.redis_url, socket_timeout=config.call_timeout_seconds,
-                                  socket_connect_timeout=config.call_timeout_seconds)
-    return RedisLimiter(client, config.redis_prefix, settings.getfloat("DOWNLOAD_TIMEOUT") + SLOT_MARGIN_SECONDS)
+                                  socket_connect_timeout=config.call_timeout_seconds, retry=Retry(NoBackoff(), 0))
+    return RedisLimiter(client, config.redis_prefix, slot_ttl)

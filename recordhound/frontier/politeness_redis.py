@@ -3,9 +3,11 @@
 Keys (P = ``{RECORDHOUND_REDIS_PREFIX}:hosts:{host}``, shared by every crawl of that host):
 
     P          HASH  tokens, stamp (Redis clock), rate (current adaptive rate), usual (latency), cut_at
-    P:slots    ZSET  "node|n" -> expiry: requests in flight; an expired slot is free again
+    P:slots    ZSET  "crawl:node|n" -> expiry: requests in flight; an expired slot is free again
 
-Both keys expire an hour after their last use.
+and, per holder (one node of one crawl), ``{RECORDHOUND_REDIS_PREFIX}:slots-held:{crawl}:{node}``,
+a SET of "host slot" (a host has no spaces): the slots it holds, so a dead node's slots are freed by reading its own set
+(never by scanning the keyspace). Every key expires an hour after its last use.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from recordhound.frontier.politeness import HostLimiter, Limits
 
 KEY_TTL_SECONDS = 3600
 
-# KEYS: bucket slots   ARGV: rate concurrency slot slot_ttl key_ttl
+# KEYS: bucket slots held   ARGV: rate concurrency slot slot_ttl key_ttl host
 ACQUIRE = """
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
@@ -46,8 +48,16 @@ end
 if concurrency > 0 then
   redis.call('ZADD', KEYS[2], clock + tonumber(ARGV[4]), ARGV[3])
   redis.call('EXPIRE', KEYS[2], ARGV[5])
+  redis.call('SADD', KEYS[3], ARGV[6] .. ' ' .. ARGV[3])
+  redis.call('EXPIRE', KEYS[3], ARGV[5])
 end
 return '0'
+"""
+
+# KEYS: slots held   ARGV: slot host
+RELEASE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('SREM', KEYS[2], ARGV[2] .. ' ' .. ARGV[1])
 """
 
 # KEYS: bucket   ARGV: configured status latency key_ttl  + the constants of politeness.next_rate
@@ -82,22 +92,14 @@ redis.call('EXPIRE', KEYS[1], ARGV[4])
 return tostring(new)
 """
 
-# KEYS: none   ARGV: slots_key_pattern node   (slots of a killed process of this node id)
-FORGET_NODE = """
+# KEYS: held   ARGV: hosts_prefix   (the slots of a holder that is gone: O(its slots), no scan)
+FORGET_HOLDER = """
 local freed = 0
-local cursor = '0'
-repeat
-  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
-  cursor = page[1]
-  for _, key in ipairs(page[2]) do
-    for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-      if string.sub(member, 1, #ARGV[2] + 1) == ARGV[2] .. '|' then
-        redis.call('ZREM', key, member)
-        freed = freed + 1
-      end
-    end
-  end
-until cursor == '0'
+for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local host, slot = string.match(member, '^(%S+) (.*)$')
+  freed = freed + redis.call('ZREM', ARGV[1] .. ':' .. host .. ':slots', slot)
+end
+redis.call('DEL', KEYS[1])
 return freed
 """
 
@@ -105,20 +107,25 @@ return freed
 class RedisLimiter(HostLimiter):
     def __init__(self, client: redis.Redis, prefix: str, slot_ttl: float) -> None:
         self.r, self.prefix, self.slot_ttl = client, f"{prefix}:hosts", slot_ttl
+        self.held_prefix = f"{prefix}:slots-held"
         self._acquire = client.register_script(ACQUIRE)
+        self._release = client.register_script(RELEASE)
         self._feedback = client.register_script(FEEDBACK)
-        self._forget = client.register_script(FORGET_NODE)
+        self._forget = client.register_script(FORGET_HOLDER)
 
     def _keys(self, host: str) -> list[str]:
         return [f"{self.prefix}:{host}", f"{self.prefix}:{host}:slots"]
 
+    def _held(self, slot: str) -> str:
+        return f"{self.held_prefix}:{p.holder_of(slot)}"
+
     def acquire(self, host: str, slot: str, limits: Limits) -> float:
-        wait = float(self._acquire(keys=self._keys(host), args=[
-            repr(limits.pace), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS]))
+        wait = float(self._acquire(keys=[*self._keys(host), self._held(slot)], args=[
+            repr(limits.pace), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS, host]))
         return p.FULL if wait < 0 else wait
 
     def release(self, host: str, slot: str) -> None:
-        self.r.zrem(self._keys(host)[1], slot)
+        self._release(keys=[self._keys(host)[1], self._held(slot)], args=[slot, host])
 
     def feedback(self, host: str, limits: Limits, status: int | None, latency: float) -> None:
         if not (limits.adaptive and limits.requests_per_second):
@@ -128,8 +135,8 @@ class RedisLimiter(HostLimiter):
         self._feedback(keys=self._keys(host)[:1], args=[
             repr(limits.requests_per_second), status or 0, repr(latency), KEY_TTL_SECONDS, *constants])
 
-    def forget_node(self, node: str) -> None:
-        self._forget(keys=[], args=[f"{self.prefix}:*:slots", node])
+    def forget_holder(self, holder: str) -> None:
+        self._forget(keys=[f"{self.held_prefix}:{holder}"], args=[self.prefix])
 
     def rate(self, host: str) -> float:
         value = self.r.hget(self._keys(host)[0], "rate")

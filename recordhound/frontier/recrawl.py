@@ -87,10 +87,8 @@ def changed(state: dict[str, Any], seen: Seen | None) -> bool | None:
     return seen.fingerprint != state.get("fp") if state.get("fp") else None
 
 
-def next_state(spec: RecrawlSpec, kind: str, state: dict[str, Any], seen: Seen | None,
-               attempt: int = 0) -> tuple[float, str] | None:
-    """(seconds until the next fetch, the state to keep), or None: the kind is not rechecked.
-    ``attempt``: the lease count at this outcome (leases after it without one were lost)."""
+def next_state(spec: RecrawlSpec, kind: str, state: dict[str, Any], seen: Seen | None) -> tuple[float, str] | None:
+    """(seconds until the next fetch, the state to keep), or None: the kind is not rechecked."""
     base = spec.intervals.get(kind)
     if base is None:
         return None
@@ -101,14 +99,8 @@ def next_state(spec: RecrawlSpec, kind: str, state: dict[str, Any], seen: Seen |
         interval = min(spec.max_seconds or interval, max(spec.min_seconds or interval, interval))
     elif not spec.adaptive:
         interval = base
-    kept = {"interval": interval, "changed": change, "attempt": attempt,
+    kept = {"interval": interval, "changed": change,
             "etag": (seen.etag if seen else None) or state.get("etag"),
             "last_modified": (seen.last_modified if seen else None) or state.get("last_modified"),
             "fp": (seen.fingerprint if seen else None) or state.get("fp")}
     return interval, json.dumps({k: v for k, v in kept.items() if v is not None})
-
-
-def lost_leases(attempts: int, outcomes: int, state: dict[str, Any]) -> int:
-    """Leases of an entry that ended without an outcome: its lease count, less the failures in its
-    history and the lease count at its last recheck (this lease included)."""
-    return attempts - outcomes - int(state.get("attempt") or 0)

@@ -4,9 +4,10 @@ Key layout (P = ``{RECORDHOUND_REDIS_PREFIX}:{crawl}``):
 
     P:queue           ZSET  id -> -priority * 2**40 + id (priority first, then FIFO)
     P:payloads        HASH  id -> request JSON (queued and leased entries)
-    P:owner           HASH  id -> "node|score" for leased entries
+    P:owner           HASH  id -> "node|score|token" for leased entries (token: random, fences the lease)
     P:expiry          ZSET  id -> lease expiry (Redis clock, seconds)
-    P:attempts        HASH  id -> times leased; the current count is the lease's fencing token
+    P:attempts        HASH  id -> times leased
+    P:lost            HASH  id -> leases that expired without an outcome (since queued/requeued/rechecked)
     P:leases:{node}   SET   ids leased by node (renew and reclaim by node)
     P:seen:{xxxx}     HASH  6-byte fingerprint tail -> "" (xxxx = first 2 bytes, hex):
                             65,536 small listpack-encoded hashes, ~20 bytes per URL
@@ -28,16 +29,20 @@ Run Redis with ``appendonly yes``, ``appendfsync everysec`` and ``maxmemory-poli
 from __future__ import annotations
 
 import json
+import secrets
 from collections import Counter
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from recordhound.preflight import redis_unreachable
 from recordhound.frontier import redis_scripts as lua
 from recordhound.frontier.backend import (
-    REQUEUED, Committed, Counts, DeadLetter, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo,
-    Recheck, count_history, parse_history)
+    FAILED, LEASED, QUEUED, REQUEUED, SCHEDULED, WAITING, Committed, Counts, DeadLetter, Entry, EntryState,
+    Failure, FrontierBackend, Lease, Leased, NodeInfo, Recheck, Reconciled, count_tries, parse_history)
+from recordhound.frontier.redis_snapshot import COUNTS, SNAPSHOT, STATES, VERIFY, Snapshot
 
 MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
 
@@ -47,8 +52,9 @@ class RedisFrontier(FrontierBackend):
         self.url, self.prefix, self.socket_timeout = url, prefix, socket_timeout
         self._redis: redis.Redis | None = None
         self._scripts: dict[str, Any] = {}
+        self._connections = 0
         names = ("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state", "nodes",
-                 "delayed", "score", "history", "scheduled", "validators")
+                 "delayed", "score", "history", "scheduled", "validators", "lost")
         self.keys = {name: f"{prefix}:{name}" for name in names}
 
     def open(self) -> None:
@@ -60,13 +66,27 @@ class RedisFrontier(FrontierBackend):
             raise redis_unreachable(self.url, exc) from exc
 
     def _connect(self) -> redis.Redis:
+        # no retries inside redis-py: a call fails within its timeout and the caller's outage
+        # handling backs off (redis-py's own retries would hold the reactor for seconds)
         client = redis.Redis.from_url(self.url, socket_timeout=self.socket_timeout,
-                                      socket_connect_timeout=self.socket_timeout)
+                                      socket_connect_timeout=self.socket_timeout, retry=Retry(NoBackoff(), 0),
+                                      redis_connect_func=self._connected)
         self._redis = client
         self._scripts = {name: client.register_script(getattr(lua, name))
                          for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT",
                                      "CLAIM_START", "BEGIN_RESET", "REQUEUE_FAILED")}
+        self._scripts["SNAPSHOT"] = client.register_script(SNAPSHOT)
         return client
+
+    def _connected(self, connection: Any) -> None:
+        connection.on_connect()
+        self._connections += 1
+
+    def connections(self) -> int:
+        return self._connections
+
+    def probe(self) -> None:
+        self.r.ping()
 
     def close(self) -> None:
         if self._redis is not None:
@@ -118,67 +138,79 @@ class RedisFrontier(FrontierBackend):
         for recheck in rechecks or ():
             args += [recheck.lease.id, recheck.lease.token, repr(max(0.0, recheck.due_in)), recheck.state]
         keys = self._k("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state",
-                       "delayed", "score", "history", "scheduled", "validators")
+                       "delayed", "score", "history", "scheduled", "validators", "lost")
         queued, refused = self._scripts["COMMIT"](keys=keys, args=args)
         return Committed(int(queued), int(refused))
 
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
         keys = self._k("queue", "payloads", "owner", "expiry", "attempts", "delayed", "score", "history",
-                       "scheduled", "validators", "counters")
-        flat = self._scripts["LEASE"](keys=keys, args=[f"{self.prefix}:leases:", node, count, lease_seconds])
-        return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2]), *count_history(flat[i + 3]),
-                       state=flat[i + 4].decode()) for i in range(0, len(flat), 5)]
+                       "scheduled", "validators", "counters", "lost")
+        tokens = [_token() for _ in range(count)]
+        flat = self._scripts["LEASE"](keys=keys, args=[f"{self.prefix}:leases:", node, count, lease_seconds, *tokens])
+        return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2]), int(flat[i + 3]),
+                       lost=int(flat[i + 6]), tries=count_tries(flat[i + 4]), state=flat[i + 5].decode())
+                for i in range(0, len(flat), 7)]
 
-    def _requeue(self, mode: str, *args: Any) -> int:
-        return int(self._scripts["REQUEUE"](keys=self._k("queue", "owner", "expiry", "attempts"),
-                                            args=[f"{self.prefix}:leases:", mode, *args]))
+    def _requeue(self, mode: str, *args: Any) -> tuple[int, list[int]]:
+        moved, gone = self._scripts["REQUEUE"](keys=self._k("queue", "owner", "expiry", "attempts", "lost"),
+                                               args=[f"{self.prefix}:leases:", mode, *args])
+        return int(moved), [int(i) for i in gone]
 
     def release(self, leases: list[Lease]) -> int:
         moved = 0
         for start in range(0, len(leases), 500):
-            moved += self._requeue("leases", *(v for lease in leases[start:start + 500]
-                                               for v in (lease.id, lease.token)))
+            moved += self._requeue("leases", *_pairs(leases[start:start + 500]))[0]
         return moved
 
-    def renew(self, node: str, lease_seconds: float) -> None:
-        self._scripts["RENEW"](keys=self._k("expiry"), args=[f"{self.prefix}:leases:", node, lease_seconds])
+    def renew(self, node: str, leases: list[Lease], lease_seconds: float) -> list[Lease]:
+        if not leases:
+            return []
+        gone = self._scripts["RENEW"](keys=self._k("expiry", "owner", "attempts"),
+                                      args=[node, lease_seconds, *_pairs(leases)])
+        return [leases[int(k)] for k in gone]
+
+    def reconcile(self, node: str, held: list[Lease]) -> Reconciled:
+        released, gone = self._requeue("reconcile", node, *_pairs(held))
+        return Reconciled(released, [held[k] for k in gone])  # gone: positions in held
 
     def leases_of(self, node: str) -> list[Lease]:
         ids = sorted(int(i) for i in self.r.smembers(f"{self.prefix}:leases:{node}"))
+        owners = self.r.hmget(self.keys["owner"], [str(i) for i in ids]) if ids else []
         tokens = self.r.hmget(self.keys["attempts"], [str(i) for i in ids]) if ids else []
-        return [Lease(i, int(t)) for i, t in zip(ids, tokens) if t is not None]
+        return [Lease(i, int(_owner_token(o) or t or 0)) for i, o, t in zip(ids, owners, tokens) if o is not None]
 
     def reclaim_expired(self) -> int:
-        return self._requeue("expired", "")
+        return self._requeue("expired", "")[0]
 
     def reclaim_node(self, node: str) -> int:
-        return self._requeue("node", node)
+        return self._requeue("node", node)[0]
 
     def is_seen(self, fingerprint: bytes) -> bool:
         return bool(self.r.hexists(f"{self.prefix}:seen:{fingerprint[:2].hex()}", fingerprint[2:8]))
 
+    def _snapshot(self, detail: int) -> Snapshot:
+        raw = self._scripts["SNAPSHOT"](keys=self._k(*Snapshot.KEYS), args=[self.prefix, detail])
+        return Snapshot.parse(raw)
+
     def counts(self) -> Counts:
-        now = self.now()
-        pipe = self.r.pipeline(transaction=False)
-        pipe.zcard(self.keys["queue"])
-        pipe.zcard(self.keys["delayed"])
-        pipe.hvals(self.keys["owner"])
-        pipe.hmget(self.keys["counters"], "done", "failed", "seen")
-        pipe.hgetall(self.keys["state"])
-        pipe.zcount(self.keys["scheduled"], "-inf", now)
-        pipe.zcard(self.keys["scheduled"])
-        pipe.zcount(self.keys["scheduled"], f"({now}", now + 3600)
-        ready, waiting, owners, (done, failed, seen), state, due, scheduled, soon = pipe.execute()
-        leased: dict[str, int] = {}
-        for owner in owners:
-            node = owner.decode().rsplit("|", 1)[0]
-            leased[node] = leased.get(node, 0) + 1
-        state = {k.decode(): v.decode() for k, v in state.items()}
-        return Counts(queued=ready + waiting + due, waiting=waiting, leased=leased, done=int(done or 0) - due,
-                      scheduled=scheduled - due, due_within_hour=soon, failed=int(failed or 0),
-                      seen=int(seen or 0), status=state.get("status") or "new",
+        snap = self._snapshot(COUNTS)
+        leased: dict[str, int] = Counter(node for node, _ in snap.owners.values())
+        state = snap.state
+        return Counts(queued=snap.ready + snap.delayed, waiting=snap.waiting, due=snap.due, leased=dict(leased),
+                      done=snap.counter("done") - snap.due, scheduled=snap.scheduled - snap.due,
+                      due_within_hour=snap.soon, failed=snap.counter("failed"), seen=snap.counter("seen"),
+                      status=state.get("status") or "new",
                       seeded="seeded" in state or "started" in state,  # "started": crawls before 0.2
                       start_claim=state.get("start_claim", ""))
+
+    def states(self) -> dict[int, EntryState]:
+        snap = self._snapshot(STATES)
+        found = {i: EntryState(FAILED) for i in snap.failed_ids}
+        for ids, name in ((snap.queue_ids, QUEUED), (snap.delayed_ids, WAITING), (snap.scheduled_ids, SCHEDULED)):
+            found.update({i: EntryState(name, snap.lost.get(i, 0)) for i in ids})
+        for i, (node, token) in snap.owners.items():
+            found[i] = EntryState(LEASED, snap.lost.get(i, 0), node, token)
+        return found
 
     def failures(self, limit: int = 100) -> list[tuple[str, str]]:
         rows = [json.loads(raw) for raw in self.r.lrange(self.keys["failed"], 0, limit - 1)]
@@ -223,46 +255,7 @@ class RedisFrontier(FrontierBackend):
         self._scripts["HEARTBEAT"](keys=self._k("nodes"), args=[node, token, 1])
 
     def verify(self) -> list[str]:
-        r, k, problems = self.r, self.keys, []
-        queued = {int(i) for i in r.zrange(k["queue"], 0, -1)}
-        delayed = {int(i) for i in r.zrange(k["delayed"], 0, -1)}
-        problems += [f"entry {i} is both queued and waiting for a retry" for i in sorted(queued & delayed)]
-        scheduled = {int(i) for i in r.zrange(k["scheduled"], 0, -1)}
-        problems += [f"entry {i} is both queued and scheduled for a recheck" for i in sorted((queued | delayed) & scheduled)]
-        queued |= delayed | scheduled
-        owners = {int(i): v.decode() for i, v in r.hgetall(k["owner"]).items()}
-        payloads = {int(i) for i in r.hkeys(k["payloads"])}
-        expiring = {int(i) for i in r.zrange(k["expiry"], 0, -1)}
-        counters = {n.decode(): int(v) for n, v in r.hgetall(k["counters"]).items()}
-        problems += [f"entry {i} is both queued and leased" for i in sorted(queued & set(owners))]
-        problems += [f"entry {i} is queued or leased without its request" for i in sorted((queued | set(owners)) - payloads)]
-        problems += [f"entry {i} has a request but is neither queued nor leased" for i in sorted(payloads - queued - set(owners))]
-        problems += [f"entry {i} is leased without an expiry" for i in sorted(set(owners) - expiring)]
-        problems += [f"entry {i} has an expiry but no lease" for i in sorted(expiring - set(owners))]
-        for i, owner in owners.items():
-            node = owner.rsplit("|", 1)[0]
-            if not r.sismember(f"{self.prefix}:leases:{node}", i):
-                problems.append(f"entry {i} is leased by {node} but not in its lease set")
-        issued, done, failed = counters.get("seq", 0), counters.get("done", 0), counters.get("failed", 0)
-        pending = len(payloads) - len(scheduled & payloads)  # a request kept for a recheck counts as done
-        if done + failed + pending != issued:
-            problems.append(f"{issued} requests were queued, but done {done} + failed {failed} + "
-                            f"in the queue {pending} = {done + failed + pending}")
-        if r.llen(k["failed"]) != failed:
-            problems.append(f"the failed counter says {failed}, the failed list holds {r.llen(k['failed'])}")
-        seen = sum(r.hlen(key) for key in r.scan_iter(match=f"{self.prefix}:seen:*", count=1000))
-        if counters.get("seen", 0) != seen:
-            problems.append(f"the seen counter says {counters.get('seen', 0)}, the seen-set holds {seen}")
-        problems += [f"entry {i} has an attempt history but no request" for i in
-                     sorted({int(i) for i in r.hkeys(k["history"])} - payloads)]
-        problems += [f"entry {i} has a place in line but is not waiting for a retry" for i in
-                     sorted({int(i) for i in r.hkeys(k["score"])} - delayed - scheduled)]
-        problems += [f"entry {i} has a recheck state but no request" for i in
-                     sorted({int(i) for i in r.hkeys(k["validators"])} - payloads)]
-        requests = r.hvals(k["payloads"])
-        problems += [f"the same request is queued {n} times: {p[:120]!r}"
-                     for p, n in Counter(requests).items() if n > 1]
-        return problems
+        return self._snapshot(VERIFY).problems()
 
     def reset(self) -> None:
         """Delete every key of the crawl; ``P:state`` last, so a "resetting" status stays
@@ -283,3 +276,17 @@ def _priority(score: object, frontier_id: int) -> int:
     if score is None or score == "":
         return 0
     return round((frontier_id - float(str(score))) / 2**40)
+
+
+def _token() -> int:
+    """A lease token: random, so a store restored from an older snapshot never repeats a live one."""
+    return secrets.randbits(52)
+
+
+def _pairs(leases: list[Lease]) -> list[int]:
+    return [v for lease in leases for v in (lease.id, lease.token)]
+
+
+def _owner_token(owner: bytes | None) -> str | None:
+    parts = owner.decode().rsplit("|", 2) if owner else []
+    return parts[2] if len(parts) == 3 else None

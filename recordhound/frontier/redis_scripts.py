@@ -1,21 +1,33 @@
 """Lua scripts of the Redis frontier: each multi-step update is one atomic script.
 
 Scores: ``-priority * 2**40 + id`` orders the queue by priority (higher first), then FIFO.
-The owner hash keeps "node|score" so a returned lease goes back to its place in line.
+The owner hash keeps "node|score|token" so a returned lease goes back to its place in line and
+only its current holder (node and token) can end it. Owners written before tokens were random
+read as "node|score" (the token is then the lease count).
 """
 
-# KEYS: queue payloads counters owner expiry attempts failed state delayed score history scheduled validators
+# The owner value of a leased entry: node, score, token (nil for an owner of before random tokens).
+PARSE_OWNER = """
+local function parse_owner(owner)
+  local node, score, token = string.match(owner, '^(.*)|([^|]*)|([^|]*)$')
+  if node then return node, score, token end
+  node, score = string.match(owner, '^(.*)|([^|]*)$')
+  return node, score, nil
+end
+"""
+
+# KEYS: queue payloads counters owner expiry attempts failed state delayed score history scheduled validators lost
 # ARGV: seen_prefix node_prefix n [bucket field priority payload]*n na [id token]*na
 #       nf [id token reason retry_in attempt]*nf seeded(0/1) nr [id token due_in state]*nr
 # retry_in "": failed for good (a dead letter); else seconds the entry waits in P:delayed.
 # Returns {queued, refused}: refused acks/failures name a lease that is no longer current.
-COMMIT = """
+COMMIT = PARSE_OWNER + """
 local function drop_lease(id, token, keep)
   local owner = redis.call('HGET', KEYS[4], id)
   if not owner then return nil end
   local attempts = redis.call('HGET', KEYS[6], id)
-  if attempts ~= token then return nil end
-  local node, score = string.match(owner, '^(.*)|(.*)$')
+  local node, score, current = parse_owner(owner)
+  if (current or attempts) ~= token then return nil end
   redis.call('HDEL', KEYS[4], id)
   redis.call('ZREM', KEYS[5], id)
   redis.call('SREM', ARGV[2] .. node, id)
@@ -55,6 +67,7 @@ for _ = 1, na do
   if drop_lease(ARGV[i], ARGV[i + 1], false) then
     redis.call('HDEL', KEYS[11], ARGV[i])
     redis.call('HDEL', KEYS[13], ARGV[i])
+    redis.call('HDEL', KEYS[14], ARGV[i])
     done = done + 1
   end
   i = i + 2
@@ -77,6 +90,7 @@ for _ = 1, nf do
     local history = appended(id, attempt)
     redis.call('HDEL', KEYS[11], id)
     redis.call('HDEL', KEYS[13], id)
+    redis.call('HDEL', KEYS[14], id)
     redis.call('LPUSH', KEYS[7], cjson.encode({id = id, payload = payload, reason = reason, at = clock,
       history = history, score = score, attempts = attempts}))
     failed = failed + 1
@@ -93,6 +107,7 @@ for _ = 1, nr do
   local payload, score = drop_lease(id, token, true)
   if payload then
     redis.call('HDEL', KEYS[11], id)
+    redis.call('HDEL', KEYS[14], id)
     redis.call('HSET', KEYS[10], id, score)
     redis.call('ZADD', KEYS[12], clock + tonumber(due_in), id)
     redis.call('HSET', KEYS[13], id, state)
@@ -103,8 +118,8 @@ if done + kept > 0 then redis.call('HINCRBY', KEYS[3], 'done', done + kept) end
 return {queued, na + nf + nr - done - failed - retried - kept}
 """
 
-# KEYS: queue payloads owner expiry attempts delayed score history scheduled validators counters
-# ARGV: node_prefix node count lease_seconds
+# KEYS: queue payloads owner expiry attempts delayed score history scheduled validators counters lost
+# ARGV: node_prefix node count lease_seconds token...  (one fresh random token per lease it may hand out)
 # Retries (P:delayed) and rechecks (P:scheduled) whose time has come move back to their place in
 # the queue first; a recheck is no longer done.
 LEASE = """
@@ -126,15 +141,18 @@ local out = {}
 for j = 1, #ids, 2 do
   local id, score = ids[j], ids[j + 1]
   redis.call('ZREM', KEYS[1], id)
-  redis.call('HSET', KEYS[3], id, ARGV[2] .. '|' .. score)
+  local token = ARGV[4 + (j + 1) / 2]
+  redis.call('HSET', KEYS[3], id, ARGV[2] .. '|' .. score .. '|' .. token)
   redis.call('ZADD', KEYS[4], expires, id)
   redis.call('SADD', ARGV[1] .. ARGV[2], id)
   local attempts = redis.call('HINCRBY', KEYS[5], id, 1)
   out[#out + 1] = id
   out[#out + 1] = redis.call('HGET', KEYS[2], id)
   out[#out + 1] = attempts
+  out[#out + 1] = token
   out[#out + 1] = redis.call('HGET', KEYS[8], id) or ''
   out[#out + 1] = redis.call('HGET', KEYS[10], id) or ''
+  out[#out + 1] = redis.call('HGET', KEYS[12], id) or '0'
 end
 return out
 """
@@ -168,44 +186,77 @@ end
 return moved
 """
 
-# Return leases to the queue. KEYS: queue owner expiry attempts   ARGV: node_prefix mode arg
-# mode "leases": arg... are id, token pairs (only current leases move); "node": arg is a node;
-# "expired": every lease past its expiry.
-REQUEUE = """
-local ids
+# Return leases to the queue. KEYS: queue owner expiry attempts lost   ARGV: node_prefix mode arg...
+# mode "leases": arg... are id, token pairs (only current leases move: released, no loss counted);
+# "node": arg is a node whose process is gone, "expired": every lease past its expiry (both
+# expired: each counts in P:lost); "reconcile": arg is a node, then the id, token pairs its process
+# holds: the node's other leases are released, and the held ones the store no longer has are returned
+# (as their 0-based positions among the pairs). Returns {moved, gone}.
+REQUEUE = PARSE_OWNER + """
+local function current_token(id)
+  local owner = redis.call('HGET', KEYS[2], id)
+  if not owner then return nil, nil end
+  local node, score, token = parse_owner(owner)
+  return token or redis.call('HGET', KEYS[4], id), node
+end
+local ids, lost, gone = {}, false, {}
 if ARGV[2] == 'leases' then
-  ids = {}
   for j = 3, #ARGV, 2 do
-    if redis.call('HGET', KEYS[4], ARGV[j]) == ARGV[j + 1] then ids[#ids + 1] = ARGV[j] end
+    if current_token(ARGV[j]) == ARGV[j + 1] then ids[#ids + 1] = ARGV[j] end
+  end
+elseif ARGV[2] == 'reconcile' then
+  local held = {}  -- "id|token" of every held pair (a process may name one id with two tokens)
+  for j = 4, #ARGV, 2 do
+    held[ARGV[j] .. '|' .. ARGV[j + 1]] = true
+    local token, node = current_token(ARGV[j])
+    if token ~= ARGV[j + 1] or node ~= ARGV[3] then gone[#gone + 1] = (j - 4) / 2 end
+  end
+  for _, id in ipairs(redis.call('SMEMBERS', ARGV[1] .. ARGV[3])) do
+    if not held[id .. '|' .. (current_token(id) or '')] then ids[#ids + 1] = id end
   end
 elseif ARGV[2] == 'node' then
-  ids = redis.call('SMEMBERS', ARGV[1] .. ARGV[3])
+  ids, lost = redis.call('SMEMBERS', ARGV[1] .. ARGV[3]), true
 elseif ARGV[2] == 'expired' then
   local now = redis.call('TIME')
   ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', tonumber(now[1]) + tonumber(now[2]) / 1e6, 'LIMIT', 0, 5000)
+  lost = true
 end
 local moved = 0
 for _, id in ipairs(ids) do
   local owner = redis.call('HGET', KEYS[2], id)
   if owner then
-    local node, score = string.match(owner, '^(.*)|(.*)$')
+    local node, score = parse_owner(owner)
     redis.call('HDEL', KEYS[2], id)
     redis.call('ZREM', KEYS[3], id)
     redis.call('SREM', ARGV[1] .. node, id)
     redis.call('ZADD', KEYS[1], score, id)
+    if lost then redis.call('HINCRBY', KEYS[5], id, 1) end
     moved = moved + 1
+  elseif ARGV[2] == 'node' then
+    redis.call('SREM', ARGV[1] .. ARGV[3], id)  -- a stale member (a store restored from a snapshot)
   end
 end
-return moved
+return {moved, gone}
 """
 
-# KEYS: expiry   ARGV: node_prefix node lease_seconds
-RENEW = """
-local ids = redis.call('SMEMBERS', ARGV[1] .. ARGV[2])
+# KEYS: expiry owner attempts   ARGV: node lease_seconds id token ...  (renew the leases a process
+# holds; returns the 0-based positions of the pairs it no longer holds in the store: by pair, not
+# by id, so a stale and the current lease of one entry are told apart)
+RENEW = PARSE_OWNER + """
 local now = redis.call('TIME')
-local expires = tonumber(now[1]) + tonumber(now[2]) / 1e6 + tonumber(ARGV[3])
-for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', expires, id) end
-return #ids
+local expires = tonumber(now[1]) + tonumber(now[2]) / 1e6 + tonumber(ARGV[2])
+local gone = {}
+for j = 3, #ARGV, 2 do
+  local owner = redis.call('HGET', KEYS[2], ARGV[j])
+  local node, score, token
+  if owner then node, score, token = parse_owner(owner) end
+  if owner and node == ARGV[1] and (token or redis.call('HGET', KEYS[3], ARGV[j])) == ARGV[j + 1] then
+    redis.call('ZADD', KEYS[1], 'XX', expires, ARGV[j])
+  else
+    gone[#gone + 1] = (j - 3) / 2
+  end
+end
+return gone
 """
 
 # KEYS: nodes   ARGV: node info_json replace_token

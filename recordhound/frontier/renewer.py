@@ -3,8 +3,12 @@
 On the reactor's tick, a callback that holds the reactor for longer than the lease time (a
 huge page, a slow pipeline) would let this node's leases expire while it is alive and
 working. The renewer has its own backend connection, so it keeps renewing whatever the
-engine does. A process that is frozen (SIGSTOP, a swap storm) freezes this thread too: its
-leases expire and another node takes them; its late acks are then refused by the lease tokens.
+engine does. It renews exactly the (id, token) pairs the process holds (``held``, published by
+the tick), never "every lease stored under this node id": after a store came back from an older
+snapshot those could be leases this process already finished. Leases the store no longer has are
+reported (``take_gone``) and the tick re-syncs. A process that is frozen (SIGSTOP, a swap storm)
+freezes this thread too: its leases expire and another node takes them; its late acks are then
+refused by the lease tokens.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from recordhound.frontier.backend import FrontierBackend
+from recordhound.frontier.backend import FrontierBackend, Lease
 from recordhound.frontier.nodes import this_process
 
 logger = logging.getLogger(__name__)
@@ -24,9 +28,12 @@ class Renewer:
                  lease_seconds: float) -> None:
         self._open_backend, self.node, self.token = open_backend, node, token
         self.lease_seconds = lease_seconds
+        self.held: list[Lease] = []  # replaced whole by the reactor thread (an atomic assignment)
+        self._gone = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="recordhound-lease-renewer", daemon=True)
-        self.failures = 0
+        self.failures = 0  # failed rounds in a row
+        self.taken = False  # another process registered this node id: this one must stop
 
     def start(self) -> None:
         self._thread.start()
@@ -34,6 +41,13 @@ class Renewer:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+    def take_gone(self) -> bool:
+        """Whether a renewal found leases the store no longer has (since the last call)."""
+        if self._gone.is_set():
+            self._gone.clear()
+            return True
+        return False
 
     def _run(self) -> None:
         backend: FrontierBackend | None = None
@@ -49,10 +63,15 @@ class Renewer:
                 if backend is not None:
                     backend.close()
                     backend = None
+                continue
+            if self.failures:
+                logger.info("Renewing this node's leases again after %d failed rounds", self.failures)
+                self.failures = 0
         if backend is not None:
             backend.close()
 
     def renew(self, backend: FrontierBackend) -> None:
-        backend.renew(self.node, self.lease_seconds)
+        if backend.renew(self.node, self.held, self.lease_seconds):
+            self._gone.set()
         if not backend.heartbeat(self.node, self.token):
-            backend.claim_node(self.node, this_process(self.token), None)
+            self.taken = not backend.claim_node(self.node, this_process(self.token), None)

@@ -3,7 +3,8 @@
 Tables: ``queue`` (queued rows have owner NULL; leased rows name their node and expiry;
 ``history`` is the JSON list of an entry's attempts; a row that waits until ``not_before`` has
 ``scheduled`` RECHECK (a done request kept for a recheck, with its ``state``) or RETRY (a retry
-waiting out its backoff); a lease first queues the waiting rows whose time has come), ``seen`` (8-byte
+waiting out its backoff); a lease first queues the waiting rows whose time has come; ``lost`` counts
+its expired leases, ``attempts`` all its leases and is the fencing token), ``seen`` (8-byte
 fingerprints, WITHOUT ROWID), ``failed`` (dead letters), ``counters``, ``nodes``.
 Several processes on one machine may share the file; SQLite's write lock serializes them.
 """
@@ -17,16 +18,16 @@ import time
 from contextlib import AbstractContextManager
 
 from recordhound.exceptions import RecordhoundError
-from recordhound.sqlite_tx import immediate
+from recordhound.sqlite_tx import immediate, snapshot
 from recordhound.frontier.backend import (
-    REQUEUED, Committed, Counts, DeadLetter, Entry, Failure, FrontierBackend, Lease, Leased, NodeInfo,
-    Recheck, count_history, parse_history)
+    FAILED, LEASED, QUEUED, REQUEUED, SCHEDULED, WAITING, Committed, Counts, DeadLetter, Entry, EntryState,
+    Failure, FrontierBackend, Lease, Leased, NodeInfo, Recheck, Reconciled, count_tries, parse_history)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT, priority INTEGER NOT NULL, payload TEXT NOT NULL,
     owner TEXT, expires REAL, attempts INTEGER NOT NULL DEFAULT 0, not_before REAL, history TEXT,
-    scheduled INTEGER NOT NULL DEFAULT 0, state TEXT);
+    scheduled INTEGER NOT NULL DEFAULT 0, state TEXT, lost INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS queue_leased ON queue(owner, expires) WHERE owner IS NOT NULL;
 CREATE TABLE IF NOT EXISTS seen (fp BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS failed (id INTEGER PRIMARY KEY, payload TEXT, reason TEXT, at REAL,
@@ -38,7 +39,8 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWI
 CURRENT = "id = ? AND attempts = ? AND owner IS NOT NULL"  # the lease named by (id, token) is current
 RECHECK, RETRY = 1, 2  # queue.scheduled of a row waiting for its not_before (0: queued or leased)
 ADDED_COLUMNS = {  # columns newer than the first frontier files: added when an older file is opened
-    "queue": ("not_before REAL", "history TEXT", "scheduled INTEGER NOT NULL DEFAULT 0", "state TEXT"),
+    "queue": ("not_before REAL", "history TEXT", "scheduled INTEGER NOT NULL DEFAULT 0", "state TEXT",
+              "lost INTEGER NOT NULL DEFAULT 0"),
     "failed": ("history TEXT", "priority INTEGER NOT NULL DEFAULT 0", "attempts INTEGER NOT NULL DEFAULT 0"),
 }
 
@@ -88,7 +90,13 @@ class SqliteFrontier(FrontierBackend):
     def now(self) -> float:
         return time.time()
 
-    def _add(self, db: sqlite3.Connection, name: str, delta: int) -> None:
+    def probe(self) -> None:
+        """The file's write lock can be taken (what a "busy" outage took away)."""
+        with self._tx() as db:
+            db.execute("SELECT 1 FROM state LIMIT 1")
+
+    @staticmethod
+    def _add(db: sqlite3.Connection, name: str, delta: int) -> None:
         if delta:
             db.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
                        (name, delta, delta))
@@ -116,7 +124,7 @@ class SqliteFrontier(FrontierBackend):
             done = sum(db.execute(f"DELETE FROM queue WHERE {CURRENT}", (a.id, a.token)).rowcount for a in acks)
             kept = sum(db.execute(
                 f"UPDATE queue SET owner = NULL, expires = NULL, not_before = ?, scheduled = {RECHECK}, state = ?, "
-                f"history = NULL WHERE {CURRENT}", (self.now() + r.due_in, r.state, r.lease.id, r.lease.token)).rowcount
+                f"history = NULL, lost = 0 WHERE {CURRENT}", (self.now() + r.due_in, r.state, r.lease.id, r.lease.token)).rowcount
                 for r in rechecks or ())
             self._add(db, "done", done + kept)
             self._add(db, "scheduled", kept)
@@ -162,44 +170,61 @@ class SqliteFrontier(FrontierBackend):
             self._add(db, "scheduled", -due[RECHECK])
             self._add(db, "done", -due[RECHECK])
             self._add(db, "queued", due[RECHECK])  # a retry was counted as queued while it waited
+            # INDEXED BY: the planner would otherwise take queue_due and sort every queued row
             rows = db.execute(
                 "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1 WHERE id IN ("
-                " SELECT id FROM queue WHERE owner IS NULL AND scheduled = 0 ORDER BY priority DESC, id LIMIT ?)"
-                " RETURNING id, payload, attempts, priority, history, state",
+                " SELECT id FROM queue INDEXED BY queue_ready WHERE owner IS NULL AND scheduled = 0"
+                " ORDER BY priority DESC, id LIMIT ?)"
+                " RETURNING id, payload, attempts, priority, history, state, lost",
                 (node, now + lease_seconds, count)).fetchall()
             self._add(db, "queued", -len(rows))
         rows.sort(key=lambda r: (-r[3], r[0]))
-        return [Leased(r[0], r[1], r[2], *count_history(r[4]), state=r[5] or "") for r in rows]
+        return [Leased(r[0], r[1], r[2], r[2], lost=r[6], tries=count_tries(r[4]), state=r[5] or "")
+                for r in rows]
 
-    def _requeue(self, where: str, params: tuple[object, ...]) -> int:
+    def _expire(self, where: str, params: tuple[object, ...]) -> int:
+        """Leases whose holder is gone go back to the queue: each counts as lost."""
         with self._tx() as db:
-            moved = db.execute(f"UPDATE queue SET owner = NULL, expires = NULL WHERE owner IS NOT NULL AND {where}",
-                               params).rowcount
+            moved = db.execute("UPDATE queue SET owner = NULL, expires = NULL, lost = lost + 1 "
+                               f"WHERE owner IS NOT NULL AND {where}", params).rowcount
             self._add(db, "queued", moved)
+        return moved
+
+    @staticmethod
+    def _release(db: sqlite3.Connection, leases: list[Lease], node: str | None = None) -> int:
+        where = CURRENT if node is None else f"{CURRENT} AND owner = ?"
+        moved = sum(db.execute(f"UPDATE queue SET owner = NULL, expires = NULL WHERE {where}",
+                               (lease.id, lease.token, *(() if node is None else (node,)))).rowcount
+                    for lease in leases)
+        SqliteFrontier._add(db, "queued", moved)
         return moved
 
     def release(self, leases: list[Lease]) -> int:
-        moved = 0
         with self._tx() as db:
-            for lease in leases:
-                moved += db.execute(f"UPDATE queue SET owner = NULL, expires = NULL WHERE {CURRENT}",
-                                    (lease.id, lease.token)).rowcount
-            self._add(db, "queued", moved)
-        return moved
+            return self._release(db, leases)
 
-    def renew(self, node: str, lease_seconds: float) -> None:
+    def renew(self, node: str, leases: list[Lease], lease_seconds: float) -> list[Lease]:
+        expires = self.now() + lease_seconds
         with self._tx() as db:
-            db.execute("UPDATE queue SET expires = ? WHERE owner = ?", (self.now() + lease_seconds, node))
+            return [lease for lease in leases if not db.execute(
+                f"UPDATE queue SET expires = ? WHERE {CURRENT} AND owner = ?",
+                (expires, lease.id, lease.token, node)).rowcount]
+
+    def reconcile(self, node: str, held: list[Lease]) -> Reconciled:
+        with self._tx() as db:
+            stored = {Lease(r[0], r[1]) for r in db.execute("SELECT id, attempts FROM queue WHERE owner = ?", (node,))}
+            released = self._release(db, sorted(stored - set(held), key=lambda lease: lease.id), node)
+        return Reconciled(released, [lease for lease in held if lease not in stored])
 
     def leases_of(self, node: str) -> list[Lease]:
         assert self._db is not None
         return [Lease(r[0], r[1]) for r in self._db.execute("SELECT id, attempts FROM queue WHERE owner = ?", (node,))]
 
     def reclaim_expired(self) -> int:
-        return self._requeue("expires < ?", (self.now(),))
+        return self._expire("expires < ?", (self.now(),))
 
     def reclaim_node(self, node: str) -> int:
-        return self._requeue("owner = ?", (node,))
+        return self._expire("owner = ?", (node,))
 
     def is_seen(self, fingerprint: bytes) -> bool:
         assert self._db is not None
@@ -207,23 +232,38 @@ class SqliteFrontier(FrontierBackend):
 
     def counts(self) -> Counts:
         assert self._db is not None
-        counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
-        leased = dict(self._db.execute(
-            "SELECT owner, count(*) FROM queue WHERE owner IS NOT NULL GROUP BY owner").fetchall())
-        state = dict(self._db.execute("SELECT key, value FROM state").fetchall())
         now = self.now()
-        waiting = self._db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled = ? AND not_before > ?",
-                                   (RETRY, now)).fetchone()[0]
-        due, soon = self._db.execute(
-            "SELECT count(*) FILTER (WHERE not_before <= ?), count(*) FILTER (WHERE not_before > ? AND not_before <= ?)"
-            " FROM queue WHERE owner IS NULL AND scheduled = ?", (now, now, now + 3600, RECHECK)).fetchone()
-        return Counts(waiting=waiting, queued=counters.get("queued", 0) + due, leased=leased,
+        with snapshot(self._db) as db:
+            counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
+            leased = dict(db.execute(
+                "SELECT owner, count(*) FROM queue WHERE owner IS NOT NULL GROUP BY owner").fetchall())
+            state = dict(db.execute("SELECT key, value FROM state").fetchall())
+            waiting = db.execute("SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled = ? AND not_before > ?",
+                                 (RETRY, now)).fetchone()[0]
+            due, soon = db.execute(
+                "SELECT count(*) FILTER (WHERE not_before <= ?), count(*) FILTER (WHERE not_before > ? AND "
+                "not_before <= ?) FROM queue WHERE owner IS NULL AND scheduled = ?",
+                (now, now, now + 3600, RECHECK)).fetchone()
+        return Counts(waiting=waiting, queued=counters.get("queued", 0), due=due, leased=leased,
                       scheduled=counters.get("scheduled", 0) - due, due_within_hour=soon,
                       done=counters.get("done", 0) - due,
                       failed=counters.get("failed", 0), seen=counters.get("seen", 0),
                       status=state.get("status") or "new",
                       seeded="seeded" in state or "started" in state,  # "started": files before 0.2
                       start_claim=state.get("start_claim") or "")
+
+    def states(self) -> dict[int, EntryState]:
+        assert self._db is not None
+        with snapshot(self._db) as db:
+            rows = db.execute("SELECT id, owner, attempts, scheduled, lost FROM queue").fetchall()
+            failed = [r[0] for r in db.execute("SELECT id FROM failed")]
+        found = {i: EntryState(FAILED) for i in failed}
+        for row_id, owner, attempts, scheduled, lost in rows:
+            if owner is not None:
+                found[row_id] = EntryState(LEASED, lost, owner, attempts)
+            else:
+                found[row_id] = EntryState({0: QUEUED, RECHECK: SCHEDULED, RETRY: WAITING}[scheduled], lost)
+        return found
 
     def failures(self, limit: int = 100) -> list[tuple[str, str]]:
         assert self._db is not None
@@ -300,7 +340,12 @@ class SqliteFrontier(FrontierBackend):
 
     def verify(self) -> list[str]:
         assert self._db is not None
-        db, problems = self._db, []
+        with snapshot(self._db) as db:
+            return self._verify(db)
+
+    @staticmethod
+    def _verify(db: sqlite3.Connection) -> list[str]:
+        problems = []
         counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
         ready = db.execute(f"SELECT count(*) FROM queue WHERE owner IS NULL AND scheduled != {RECHECK}").fetchone()[0]
         scheduled = db.execute(f"SELECT count(*) FROM queue WHERE scheduled = {RECHECK}").fetchone()[0]

@@ -70,7 +70,7 @@ def describe(backend: FrontierBackend, crawl: str) -> dict[str, Any]:
                   for node, i in backend.nodes().items()},
         "recent_failures": [reason for _, reason in backend.failures(5)],
         "waiting_for_retry": counts.waiting, "failed_by_reason": failures_by_reason(backend),
-        "scheduled": counts.scheduled, "due_within_hour": counts.due_within_hour,
+        "scheduled": counts.scheduled, "due_within_hour": counts.due_within_hour, "due": counts.due,
     }
 
 
@@ -89,7 +89,8 @@ def verify(config: FrontierConfig, crawl: str) -> list[str]:
     with opened(config, crawl) as backend:
         problems = backend.verify()
         counts, nodes = backend.counts(), backend.nodes()
-        if counts.status == "completed" and not counts.drained:
+        if counts.status == "completed" and (counts.queued or counts.leased_total):
+            # rechecks that came due since are work for the next run, not a problem
             problems.append(f"the crawl is completed but {counts.queued} requests are queued and "
                             f"{counts.leased_total} leased")
         problems += [f"{count} leases are held by node {node}, which is not registered"

@@ -27,6 +27,7 @@ from recordhound.catalog.writer import BatchResult
 from recordhound.db.sources import ensure_source, now_iso, update_source_meta
 from recordhound.db.offers import touch_offers
 from recordhound.items import Release, Unchanged
+from recordhound.pause import pauses
 from recordhound.pipelines.batcher import Batcher
 
 if TYPE_CHECKING:
@@ -71,14 +72,15 @@ class StorePipeline:
             "status": "in_progress", "started_at": now_iso(), "error_message": None})
         self.trusted = profile.trusted or self.review.trust_new_entities
         self.executor = self._executor()
-        engine = self.crawler.engine
-        assert engine is not None
+        pause = pauses(self.crawler)
         self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
-                               self._written, is_transient, engine.pause, engine.unpause,
+                               self._written, is_transient, lambda: pause.hold("product store"),
+                               lambda: pause.release("product store"),
                                self.config.retry_max_seconds)
         self.batcher.start()
         self.unchanged = Batcher(self._touch, self.config.batch_size, self.config.flush_seconds,
-                                 self._touched, is_transient, engine.pause, engine.unpause,
+                                 self._touched, is_transient, lambda: pause.hold("product store (304s)"),
+                                 lambda: pause.release("product store (304s)"),
                                  self.config.retry_max_seconds)
         self.unchanged.start()
         logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, NodeInfo
+from recordhound.frontier.backend import QUEUED, Entry, Failure, FrontierBackend, Lease, NodeInfo, Recheck, Reconciled
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.frontier.sqlite import SqliteFrontier
 from tests.services import redis_url, unique_prefix
@@ -77,8 +77,9 @@ def test_leases_return_on_expiry_and_on_node_restart(backend: FrontierBackend) -
     assert backend.reclaim_node("restarted") == 1
     again = backend.lease("other", 5, 60)
     assert sorted(x.payload for x in again) == ["a", "c"]
-    assert next(x for x in again if x.payload == first[0].payload).attempts == 2
-    backend.renew("other", 0.1)
+    returned = next(x for x in again if x.payload == first[0].payload)
+    assert returned.attempts == 2 and returned.lost == 1  # an expired lease counts as lost
+    assert backend.renew("other", [x.lease for x in again], 0.1) == []
     time.sleep(0.2)
     assert backend.reclaim_expired() == 2
 
@@ -116,7 +117,7 @@ def test_leases_are_fenced_a_stale_holder_is_refused(backend: FrontierBackend) -
     assert backend.reclaim_expired() == 1
     (current,) = backend.lease("other", 1, 60)
     assert current.id == stale.id and current.lease != stale.lease
-    backend.renew("frozen", 60)  # renews nothing of the other node's
+    assert backend.renew("frozen", [stale.lease], 60) == [stale.lease]  # renews nothing of the other node's
     assert backend.release([stale.lease]) == 0
     assert backend.commit([], [stale.lease], [Failure(stale.lease, "late")]).refused == 2
     assert backend.counts().leased == {"other": 1}
@@ -151,7 +152,7 @@ def test_leases_by_node(backend: FrontierBackend) -> None:
     backend.lease("n2", 1, 60)
     assert sorted(x.id for x in backend.leases_of("n1")) == sorted(x.id for x in mine)
     backend.commit([], [mine[0].lease], [])
-    assert backend.leases_of("n1") == [Lease(mine[1].id, 1)]
+    assert backend.leases_of("n1") == [mine[1].lease]
 
 
 def test_the_renewer_thread_keeps_leases_alive_while_the_caller_is_busy(
@@ -164,6 +165,7 @@ def test_the_renewer_thread_keeps_leases_alive_while_the_caller_is_busy(
     held = backend.lease("busy", 2, 0.4)
     second = _reopen(backend, tmp_path)
     renewer = Renewer(lambda: second, "busy", "tok", 0.4)
+    renewer.held = [x.lease for x in held]
     renewer.start()
     try:
         time.sleep(1.5)  # the caller's thread is busy for almost four lease times
@@ -213,7 +215,7 @@ def attempt(outcome: str) -> str:
 def test_a_retry_waits_its_backoff_in_the_store_keeps_its_place_and_history(backend: FrontierBackend) -> None:
     backend.commit([entry("r", 5), entry("other")], [], [])
     (r,) = backend.lease("n1", 1, 60)
-    assert r.payload == "r" and (r.outcomes, r.tries) == (0, 0)
+    assert r.payload == "r" and (r.lost, r.tries) == (0, 0)
     committed = backend.commit([], [], [Failure(r.lease, "http_503", retry_in=0.6, attempt=attempt("http_503"))])
     assert committed.refused == 0
     counts = backend.counts()
@@ -222,7 +224,7 @@ def test_a_retry_waits_its_backoff_in_the_store_keeps_its_place_and_history(back
     assert backend.lease("n2", 5, 60) == []
     time.sleep(0.7)
     (again,) = backend.lease("n2", 5, 60)  # another node may take the retry
-    assert (again.payload, again.attempts, again.outcomes, again.tries) == ("r", 2, 1, 1)
+    assert (again.payload, again.attempts, again.lost, again.tries) == ("r", 2, 0, 1)
     assert backend.commit([], [], [Failure(r.lease, "late", retry_in=0)]).refused == 1  # fenced
     backend.commit([], [again.lease], [])
     assert backend.counts().done == 1 and backend.verify() == []
@@ -243,7 +245,7 @@ def test_dead_letters_keep_reason_and_history_and_go_back_on_request(backend: Fr
     counts = backend.counts()
     assert (counts.queued, counts.failed, counts.status, counts.drained) == (1, 0, "running", False)
     (back,) = backend.lease("n2", 5, 60)
-    assert (back.id, back.payload, back.outcomes, back.tries) == (letter.id, "gone", 2, 0)
+    assert (back.id, back.payload, back.lost, back.tries) == (letter.id, "gone", 0, 0)
     assert back.attempts == 3  # the fencing token only grows
     backend.commit([], [back.lease], [])
     assert backend.dead_letters() == [] and backend.verify() == []
@@ -264,7 +266,7 @@ def test_a_recheck_is_done_until_due_then_leased_again_with_its_state(backend: F
     assert backend.lease("n1", 5, 60) == []
     time.sleep(0.7)
     counts = backend.counts()
-    assert (counts.queued, counts.done, counts.scheduled, counts.drained) == (1, 2, 1, False)  # due: to do again
+    assert (counts.queued, counts.due, counts.done, counts.scheduled, counts.drained) == (0, 1, 2, 1, False)  # due: to do again
     (again,) = backend.lease("n2", 5, 60)
     assert (again.id, again.payload, again.state, again.attempts) == (product.id, "product", state, 2)
     assert backend.verify() == []
@@ -273,3 +275,85 @@ def test_a_recheck_is_done_until_due_then_leased_again_with_its_state(backend: F
     assert (counts.queued, counts.done, counts.scheduled) == (0, 3, 1) and backend.verify() == []
     stale = backend.commit([], [], [], rechecks=[Recheck(again.lease, 1, "{}")])
     assert stale.refused == 1  # fenced like any ack
+
+
+def test_only_expired_leases_count_as_lost_and_a_requeue_or_recheck_starts_again(backend: FrontierBackend) -> None:
+    backend.commit([entry("a"), entry("b")], [], [])
+    backend.lease("n1", 2, 60)
+    assert backend.reclaim_node("n1") == 2  # the node restarted: each lease lost once
+    a, b = backend.lease("n1", 2, 60)
+    assert (a.lost, b.lost) == (1, 1)
+    assert backend.release([a.lease, b.lease]) == 2  # a graceful return counts nothing
+    a, b = backend.lease("n1", 2, 0.1)
+    assert (a.lost, b.lost) == (1, 1)
+    time.sleep(0.2)
+    assert backend.reclaim_expired() == 2  # expired: each lost once more
+    assert {i: s.lost for i, s in backend.states().items()} == {a.id: 2, b.id: 2}
+    a, b = backend.lease("n1", 2, 60)
+    assert (a.lost, b.lost) == (2, 2)
+    backend.commit([], [], [Failure(a.lease, "gone")], rechecks=[Recheck(b.lease, 0, "{}")])
+    assert backend.requeue_failed([a.id]) == 1
+    assert [(x.id, x.lost) for x in backend.lease("n2", 2, 60)] == [(a.id, 0), (b.id, 0)]
+    assert backend.verify() == []
+
+
+def test_reconcile_releases_what_the_process_does_not_hold_and_names_what_the_store_lost(
+    backend: FrontierBackend,
+) -> None:
+    backend.commit([entry(u) for u in "abc"], [], [])
+    (old,) = backend.lease("n1", 1, 0.1)
+    time.sleep(0.2)
+    assert backend.reclaim_expired() == 1
+    (taken,) = backend.lease("n2", 1, 60)  # the entry of n1's stalled lease, now n2's
+    b, c = backend.lease("n1", 2, 60)  # n1's process got b, but the reply with c was lost
+    result = backend.reconcile("n1", [old.lease, b.lease])
+    assert result == Reconciled(1, [old.lease])  # c released, the stalled lease named
+    states = backend.states()
+    assert (states[c.id].state, states[c.id].lost) == (QUEUED, 0)  # released: no lost count
+    assert (states[taken.id].owner, states[taken.id].token) == ("n2", taken.token)  # not n1's to release
+    assert backend.counts().leased == {"n1": 1, "n2": 1}
+    assert backend.release([c.lease]) == 0  # fenced off
+    assert backend.reconcile("n1", [b.lease]) == Reconciled(0, [])
+    assert backend.reconcile("n1", [taken.lease]) == Reconciled(1, [taken.lease])  # another node's lease
+    assert backend.counts().leased == {"n2": 1} and backend.verify() == []
+
+
+def test_renew_extends_current_leases_and_returns_those_no_longer_current(backend: FrontierBackend) -> None:
+    backend.commit([entry(u) for u in "abcd"], [], [])
+    (old,) = backend.lease("n1", 1, 0.1)
+    time.sleep(0.2)
+    assert backend.reclaim_expired() == 1
+    (taken,) = backend.lease("n2", 1, 60)  # the entry of n1's stalled lease, now n2's
+    b, c, d = backend.lease("n1", 3, 0.3)
+    backend.commit([], [c.lease], [])  # acked: ended
+    renewed = backend.renew("n1", [old.lease, b.lease, c.lease, taken.lease], 60)
+    assert renewed == [old.lease, c.lease, taken.lease]
+    time.sleep(0.4)
+    assert backend.reclaim_expired() == 1  # d (not renewed) expired, b did not
+    assert backend.counts().leased == {"n1": 1, "n2": 1} and backend.leases_of("n1") == [b.lease]
+
+
+# Regressions found by tests/integration/test_frontier_stateful.py (the shrunk sequences).
+
+
+def test_a_retry_whose_time_has_come_is_queued_not_waiting(backend: FrontierBackend) -> None:
+    backend.commit([entry("a")], [], [], seeded=True)
+    (a,) = backend.lease("n1", 1, 60)
+    backend.commit([], [], [Failure(a.lease, "http_503", retry_in=0, attempt=attempt("http_503"))])
+    counts = backend.counts()  # Redis counted every retry in P:delayed as waiting, due or not
+    assert (counts.queued, counts.waiting, counts.drained) == (1, 0, False)
+    backend.commit([], [], [Failure(backend.lease("n1", 1, 60)[0].lease, "http_503", retry_in=3600)])
+    assert (backend.counts().queued, backend.counts().waiting) == (1, 1)
+
+
+def test_renew_and_reconcile_tell_a_stale_and_the_current_lease_of_one_entry_apart(
+    backend: FrontierBackend,
+) -> None:
+    backend.commit([entry("a")], [], [])
+    (stale,) = backend.lease("n1", 1, 0.1)
+    time.sleep(0.2)
+    assert backend.reclaim_expired() == 1
+    (current,) = backend.lease("n1", 1, 60)  # the same node leases the same entry again
+    assert backend.renew("n1", [current.lease, stale.lease], 60) == [stale.lease]
+    assert backend.reconcile("n1", [stale.lease, current.lease]) == Reconciled(0, [stale.lease])
+    assert backend.leases_of("n1") == [current.lease]  # Redis released it: by id, the stale token won

@@ -252,7 +252,7 @@ def test_the_redis_limiter_keeps_the_same_rules_as_the_local_one() -> None:
         assert limiter.acquire("shop", "n2|2", limits) == FULL and limiter.in_flight("shop") == 2
         limiter.release("shop", "n2|1")
         assert limiter.acquire("shop", "n2|2", limits) == 0.0
-        limiter.forget_node("n1")  # n1 died: its slot comes back, n2's stay
+        limiter.forget_holder("n1")  # n1 died: its slot comes back, n2's stay
         assert limiter.in_flight("shop") == 1
         limiter.feedback("shop", limits, 429, 0.1)
         assert limiter.rate("shop") == next_rate(10, 10, 429, 0.1, 0.0, since_cut=10) == 5

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from recordhound.frontier.outcomes import Outcomes
-from recordhound.frontier.scheduler import SeenCache
+from recordhound.frontier.writes import SeenCache
 
 
 def _tracker() -> tuple[Outcomes, list[int], list[tuple[int, str]]]:

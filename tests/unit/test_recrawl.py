@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import pytest
 
-from recordhound.frontier.recrawl import Seen, changed, conditional_headers, load_state, lost_leases, next_state, parse_duration
+from recordhound.frontier.recrawl import Seen, changed, conditional_headers, load_state, next_state, parse_duration
 from recordhound.sources.profile import RecrawlSpec
 
 FIXED = RecrawlSpec(MappingProxyType({"product": 3600.0, "listing": 600.0}))
@@ -31,9 +31,9 @@ def page(status: int = 200, fp: str | None = "a", etag: str | None = '"e1"') -> 
 
 
 def test_fixed_schedule_keeps_its_interval_and_the_validators() -> None:
-    due, raw = next_state(FIXED, "product", {}, page(), attempt=1) or (0, "")
+    due, raw = next_state(FIXED, "product", {}, page()) or (0, "")
     state = load_state(raw)
-    assert due == 3600 and state["etag"] == '"e1"' and state["fp"] == "a" and state["attempt"] == 1
+    assert due == 3600 and state["etag"] == '"e1"' and state["fp"] == "a"
     assert conditional_headers(state) == {"If-None-Match": '"e1"', "If-Modified-Since": "Tue, 01 Dec 2026 10:00:00 GMT"}
     assert next_state(FIXED, "product", state, page(fp="b"))[0] == 3600  # type: ignore[index]
     assert next_state(FIXED, "pagination", state, page()) is None  # not in the schedule: done for good
@@ -52,8 +52,3 @@ def test_adaptive_interval_grows_while_unchanged_and_shrinks_on_change_within_bo
     floor = next_state(ADAPTIVE, "product", load_state(shrunk[1]), page(fp="newer"))
     assert floor is not None and floor[0] == 1800
     assert changed({}, page()) is None and changed({"fp": "a"}, page(304, None, None)) is False
-
-
-def test_leases_lost_since_the_last_recheck() -> None:
-    assert lost_leases(attempts=9, outcomes=1, state=json.loads('{"attempt": 7}')) == 1
-    assert lost_leases(attempts=3, outcomes=0, state={}) == 3

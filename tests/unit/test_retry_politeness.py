@@ -58,7 +58,7 @@ def test_a_profile_overrides_and_adds_codes_and_bad_settings_are_named() -> None
 
 
 def test_local_limiter_spaces_requests_and_counts_slots() -> None:
-    limiter, limits = LocalLimiter(), Limits(requests_per_second=10, concurrency=2)
+    limiter, limits = LocalLimiter(slot_ttl=60), Limits(requests_per_second=10, concurrency=2)
     assert limiter.acquire("shop", "a", limits) == 0.0
     wait = limiter.acquire("shop", "b", limits)
     assert 0.05 < wait <= 1 / 9.5  # the next token in 1/10 s, paced at 95 %
@@ -69,6 +69,15 @@ def test_local_limiter_spaces_requests_and_counts_slots() -> None:
     assert limiter.acquire("other", "x", limits) == 0.0  # per host
     limiter.release("shop", "a")
     assert limiter.acquire("shop", "c", limits) == 0.0
+
+
+def test_local_slots_expire_like_redis_ones() -> None:
+    """A slot nobody returns (a path that never frees it) is free again after its time."""
+    limiter, limits = LocalLimiter(slot_ttl=0.2), Limits(concurrency=1)
+    assert limiter.acquire("shop", "a", limits) == 0.0
+    assert limiter.acquire("shop", "b", limits) == FULL
+    time.sleep(0.25)
+    assert limiter.acquire("shop", "b", limits) == 0.0
 
 
 def test_the_rate_halves_on_429_once_a_second_and_recovers_slowly() -> None:

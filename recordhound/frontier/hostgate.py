@@ -1,0 +1,128 @@
+"""The host gate: which request in hand may go to the engine now (politeness), and the slots
+the requests in flight hold.
+
+A slot is taken when a request is handed to the engine and freed on the first of every path a
+request can leave by: its response arrived (from the network, a cassette, Scrapy's HTTP cache or
+any middleware that answers itself), it left the downloader, the engine dropped it, or its lease
+ended (acked, failed, released, dropped). Freeing twice does nothing. Slots also expire, so one
+that no path frees (a killed process) comes back after the download timeout and a margin.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from scrapy import Request
+from twisted.internet import reactor
+
+from recordhound.frontier import engine_access
+from recordhound.frontier.politeness import FULL, SLOT_WAIT_SECONDS, HostLimiter, Limits
+from recordhound.frontier.registry import FRONTIER_ID
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+SLOT_META = "recordhound_slot"  # request.meta key: the politeness slot the request holds
+
+
+class HostGate:
+    def __init__(self, crawler: Crawler, limiter: HostLimiter | None, limits: Limits, holder: str) -> None:
+        self.crawler, self.limiter, self.limits, self.holder = crawler, limiter, limits, holder
+        self._slots: dict[str, tuple[str, float, int]] = {}  # slot -> (host, when taken, frontier id)
+        self._by_lease: dict[int, str] = {}  # frontier id -> its slot
+        self._ids = itertools.count(1)
+        self._blocked: dict[str, float] = {}  # host -> monotonic time to ask again
+        self._wake: Any = None  # twisted's DelayedCall
+        self._wake_when = 0.0
+
+    def take(self, in_hand: deque[Request]) -> Request | None:
+        """The first request in hand whose host has a token and a free slot now, taken out of the
+        hand (the limiter's errors reach the caller: an outage)."""
+        if self.limiter is None:
+            return in_hand.popleft() if in_hand else None
+        now = time.monotonic()
+        for index, request in enumerate(in_hand):
+            host = _host(request)
+            if self._blocked.get(host, 0.0) > now:
+                continue
+            slot = f"{self.holder}|{next(self._ids)}"
+            wait = self.limiter.acquire(host, slot, self.limits)
+            if wait == 0.0:
+                del in_hand[index]
+                request.meta[SLOT_META] = slot
+                self._slots[slot] = (host, now, request.meta[FRONTIER_ID])
+                self._by_lease[request.meta[FRONTIER_ID]] = slot
+                return request
+            self._blocked[host] = now + (SLOT_WAIT_SECONDS if wait == FULL else wait)
+            self._wake_at(self._blocked[host])
+        return None
+
+    def feedback(self, request: Request, status: int) -> None:
+        """Adapt the host's rate to a response (best effort: an outage shows on the next call)."""
+        slot = request.meta.get(SLOT_META)
+        if self.limiter is None or slot not in self._slots:
+            return
+        host, since, _ = self._slots[slot]
+        try:
+            self.limiter.feedback(host, self.limits, status, time.monotonic() - since)
+        except Exception as exc:  # noqa: BLE001 - the limiter's client raises its own error types
+            logger.debug("Could not adapt the rate of %s: %s", host, exc)
+
+    def free(self, request: Request) -> None:
+        self._free(request.meta.get(SLOT_META))
+
+    def free_lease(self, frontier_id: int) -> None:
+        self._free(self._by_lease.get(frontier_id))
+
+    def _free(self, slot: str | None) -> None:
+        taken = self._slots.pop(slot, None) if slot else None
+        if taken is None or slot is None or self.limiter is None:
+            return
+        host, _, frontier_id = taken
+        if self._by_lease.get(frontier_id) == slot:
+            del self._by_lease[frontier_id]
+        try:
+            self.limiter.release(host, slot)
+        except Exception as exc:  # noqa: BLE001 - the slot expires on its own; an outage shows on the next call
+            logger.warning("Could not return a politeness slot of %s (%s); it expires on its own", host, exc)
+        if self._blocked.pop(host, None) is not None:
+            engine_access.wake(self.crawler)
+
+    def forget(self, holder: str) -> None:
+        """Free the slots a gone process of ``holder`` (a node of this crawl) left behind."""
+        if self.limiter is not None:
+            self.limiter.forget_holder(holder)
+
+    def _wake_at(self, when: float) -> None:
+        """Ask the engine for requests again at ``when`` (a host's token or slot is due)."""
+        if self._wake is not None and self._wake.active():
+            if self._wake_when <= when:
+                return
+            self._wake.cancel()
+        self._wake_when = when
+        clock: Any = reactor
+        self._wake = clock.callLater(max(0.0, when - time.monotonic()), engine_access.wake, self.crawler)
+
+    def close(self) -> None:
+        if self._wake is not None and self._wake.active():
+            self._wake.cancel()
+        if self.limiter is None:
+            return
+        for slot, (host, _, _) in list(self._slots.items()):
+            try:
+                self.limiter.release(host, slot)
+            except Exception:  # noqa: BLE001 - shutting down: the slots expire on their own
+                break
+        self._slots.clear()
+        self._by_lease.clear()
+        self.limiter.close()
+
+
+def _host(request: Request) -> str:
+    return urlparse(request.url).netloc.lower()

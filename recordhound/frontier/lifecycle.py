@@ -1,0 +1,84 @@
+"""A node's life in a crawl: joining it (a completed crawl starts anew, the node id is claimed,
+leases of gone nodes come back) and forgetting nodes that are gone.
+
+These run on the reactor's thread pool at open (they may wait for a lock or another node's
+reset) and on the tick (``forget_dead``), with the backend's short call timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from recordhound.frontier.backend import FrontierBackend
+from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive, this_host
+
+logger = logging.getLogger(__name__)
+RESET_WAIT_SECONDS = 0.2  # how often a starting node looks whether another one's reset is done
+
+
+@dataclass(frozen=True)
+class Joined:
+    node: str
+    token: str
+    reclaimed: int  # leases of this node id's previous process and of gone nodes, back in the queue
+
+
+def join(backend: FrontierBackend, crawl: str, node_id: str, lease_seconds: float, rechecks: bool,
+         forget_slots: Callable[[str], None]) -> Joined:
+    """Register this process as a node of ``crawl`` and return what earlier processes left leased."""
+    reset_if_completed(backend, crawl, lease_seconds, rechecks)
+    node, token = claim_node_id(backend, node_id, lease_seconds)
+    forget_slots(node)  # slots a killed process of this node id left behind
+    reclaimed = backend.reclaim_node(node) + forget_dead(backend, node, lease_seconds, forget_slots)
+    reclaimed += backend.reclaim_expired()
+    backend.set_status("running")
+    return Joined(node, token, reclaimed)
+
+
+def forget_dead(backend: FrontierBackend, me: str, lease_seconds: float, forget_slots: Callable[[str], None]) -> int:
+    """Return the leases and politeness slots of registered nodes that are gone (no heartbeat, or
+    a dead pid on this host), then unregister them; returns how many leases came back."""
+    host, now = this_host(), backend.now()
+    reclaimed = 0
+    for node, info in backend.nodes().items():
+        if node == me or holder_alive(info, host, now, lease_seconds):
+            continue
+        forget_slots(node)
+        reclaimed += backend.reclaim_node(node)
+        backend.leave(node, info.token)  # only if it is still that dead process's registration
+        logger.info("Node %s is gone (pid %d on %s): its leases and slots are back", node, info.pid, info.host)
+    return reclaimed
+
+
+def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: float, rechecks: bool) -> None:
+    """A completed crawl starts anew: exactly one of the nodes starting on it resets it
+    (compare-and-set on its status), the others wait until the reset is done."""
+    waited = 0.0
+    while True:
+        status = backend.counts().status
+        if status == "completed" and rechecks:
+            logger.info("Crawl %r has a recrawl schedule: fetching what is due", crawl)
+            return
+        if status == "completed" and not others_alive(backend, lease_seconds):
+            if backend.begin_reset("completed"):
+                logger.info("Crawl %r was completed; starting it anew", crawl)
+                backend.reset()
+                return
+        elif status != "resetting":
+            return
+        elif waited >= lease_seconds and backend.begin_reset("resetting"):
+            logger.warning("A reset of crawl %r was left unfinished; finishing it", crawl)
+            backend.reset()
+            return
+        time.sleep(RESET_WAIT_SECONDS)  # off the reactor: open() runs this in a thread
+        waited += RESET_WAIT_SECONDS
+
+
+def claimant_alive(backend: FrontierBackend, token: str, lease_seconds: float) -> bool:
+    """Whether the node whose token claimed the start requests is still alive."""
+    host, now = this_host(), backend.now()
+    return any(info.token == token and holder_alive(info, host, now, lease_seconds)
+               for info in backend.nodes().values())
