@@ -46,6 +46,8 @@ ITEM_PIPELINES = {
     "recordhound.pipelines.store.StorePipeline": 500,
 }
 EXTENSIONS = {
+    "recordhound.extensions.backends.BackendsBanner": 400,  # says which frontier, store, review queue
+    "recordhound.extensions.progress.CrawlProgress": 450,  # off unless RECORDHOUND_PROGRESS_SECONDS
     "recordhound.extensions.summary.CrawlSummary": 500,
     "spidermon.contrib.scrapy.extensions.Spidermon": 510,
 }
@@ -185,3 +187,6 @@ RECORDHOUND_CASSETTE_MODE = "replay"
 RECORDHOUND_SUMMARY_ENABLED = True
 # Also write the crawl's stats and summary as JSON to this path (empty: don't).
 RECORDHOUND_STATS_FILE = ""
+# Redraw a progress line (pages, pages/s, items) on stderr this often while crawling (seconds;
+# 0: off; at least 5 s when stderr is not a terminal). `recordhound demo` turns it on.
+RECORDHOUND_PROGRESS_SECONDS = 0.0
