@@ -2,7 +2,7 @@
 
 Off unless ``RECORDHOUND_PROGRESS_SECONDS`` is above 0. On a terminal the line is redrawn in
 place, as a bar of pages fetched against pages known (fetched + still queued in this process's
-count); elsewhere (a pipe, a log file) a plain line is written at most every 5 seconds, so a
+count, so the bar can step back while listings reveal pages); elsewhere (a pipe, a log file) a plain line is written at most every 5 seconds, so a
 captured run stays short. The last line is written when the spider closes.
 """
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 BAR_WIDTH = 24
 PLAIN_MIN_SECONDS = 5.0
+CLEAR_TO_END = "\x1b[K"  # a shorter line leaves nothing of the last one behind
 
 
 def progress_line(pages: int, known: int, items: int, seconds: float, tty: bool) -> str:
@@ -71,7 +72,7 @@ class CrawlProgress:
         items = int(self.stats.get_value("item_scraped_count", 0))
         line = progress_line(pages, max(known, pages), items, time.monotonic() - self.started, self.tty)
         if self.tty:
-            self.out.write("\r" + line + ("\n" if final else ""))
+            self.out.write("\r" + line + CLEAR_TO_END + ("\n" if final else ""))
         elif not final or pages:
             self.out.write(line + "\n")
         self.out.flush()
