@@ -1,9 +1,10 @@
 """A progress line on stderr while a crawl runs: pages, pages/s, items (``recordhound demo``).
 
 Off unless ``RECORDHOUND_PROGRESS_SECONDS`` is above 0. On a terminal the line is redrawn in
-place, as a bar of pages fetched against pages known (fetched + still queued in this process's
-count, so the bar can step back while listings reveal pages); elsewhere (a pipe, a log file) a plain line is written at most every 5 seconds, so a
-captured run stays short. The last line is written when the spider closes.
+place, as a bar of pages fetched against pages known so far (this process's enqueued count: the
+bar can step back while listings reveal pages); elsewhere (a pipe, a log file) a plain line is
+written at most every 5 seconds, so a captured run stays short. The last line is written when
+the spider closes.
 """
 
 from __future__ import annotations

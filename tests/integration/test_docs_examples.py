@@ -65,6 +65,14 @@ def test_blocks_are_known_and_skips_say_why(page: Path) -> None:
             assert len(block.reason) > 10, f"{block.where}: a skipped example must say why"
 
 
+def test_the_readme_example_of_issue_23_is_refused() -> None:
+    """The README's profile once had ``start_urls: [/catalog?page=1, /styles]``: PyYAML stops at
+    the ``?`` inside a flow sequence, so the documented profile did not load."""
+    old = "name: demo\nbase_url: http://127.0.0.1:8070/\nstart_urls: [/catalog?page=1, /styles]\n"
+    with pytest.raises(pytest.fail.Exception, match="not valid YAML"):
+        _check_yaml(Block(ROOT / "README.md", 1, "yaml", old, "", ""))
+
+
 def test_every_setting_named_in_the_docs_exists() -> None:
     defined = {name for name in vars(recordhound.settings) if name.startswith("RECORDHOUND_")}
     source = "\n".join(p.read_text() for folder in ("recordhound", "tests") for p in (ROOT / folder).rglob("*.py")
