@@ -563,29 +563,38 @@ def admin_set_password(name: str) -> None:
     click.echo(f"password of {name!r} changed; every session of the user has ended")
 
 
+DEMO_LOG = os.path.join(".recordhound", "logs", "demo.log")
+
+
 @main.command("demo")
 @click.option("--releases", default=500, show_default=True, type=click.IntRange(20))
 @click.option("--seed", default=1, show_default=True)
 @click.option("--epoch", default=0, show_default=True, type=click.IntRange(0))
 @click.option("--review", is_flag=True,
               help="send unknown names to the review queue (default: a trusted first import creates them)")
+@click.option("--verbose", "-v", is_flag=True, help=f"Scrapy's log on stderr instead of {DEMO_LOG}")
 @click.argument("scrapy_args", nargs=-1, type=click.UNPROCESSED)
-def demo(releases: int, seed: int, epoch: int, review: bool, scrapy_args: tuple[str, ...]) -> None:
-    """Start the demo shop on a free port and run `scrapy crawl catalog -a source=demo` on it."""
+def demo(releases: int, seed: int, epoch: int, review: bool, verbose: bool, scrapy_args: tuple[str, ...]) -> None:
+    """Start the demo shop on a free port and run `scrapy crawl catalog -a source=demo` on it.
+
+    A progress line while it runs, then the crawl's summary; Scrapy's log goes to a file
+    (-v: to stderr). Arguments after `--` go to `scrapy crawl`."""
     from recordhound.demo.process import ShopProcess
 
     trust = () if review else ("-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true")
+    quiet: tuple[str, ...] = ()
+    if not verbose:
+        os.makedirs(os.path.dirname(DEMO_LOG), exist_ok=True)
+        quiet = ("-s", f"LOG_FILE={DEMO_LOG}", "-s", "LOG_FILE_APPEND=False", "-s", "RECORDHOUND_PROGRESS_SECONDS=0.5")
     with ShopProcess(releases, seed, epoch) as shop:
-        click.echo(f"demo shop at {shop.url}", err=True)
         command = ["scrapy", "crawl", "catalog", "-a", "source=demo", "-a", f"base_url={shop.url}",
-                   *trust, *scrapy_args]
-        click.echo("$ " + " ".join(command), err=True)
+                   *trust, *quiet, *scrapy_args]
+        click.echo(f"demo shop at {shop.url} ({releases} releases, seed {seed}, epoch {epoch})", err=True)
+        click.echo(f"crawling it: scrapy crawl catalog -a source=demo"
+                   f"{'' if verbose else f' (Scrapy log: {DEMO_LOG}; -v shows it here)'}", err=True)
         env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get(
             "SCRAPY_SETTINGS_MODULE", "recordhound.settings")}
         code = subprocess.call([sys.executable, "-m", "scrapy", *command[1:]], env=env)
-    if code == 0:
-        click.echo("next: `recordhound review list` shows what waits for a decision; "
-                   "`recordhound review approve ID` then `recordhound apply` writes it", err=True)
     raise SystemExit(code)
 
 

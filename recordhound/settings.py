@@ -46,6 +46,8 @@ ITEM_PIPELINES = {
     "recordhound.pipelines.store.StorePipeline": 500,
 }
 EXTENSIONS = {
+    "recordhound.extensions.backends.BackendsBanner": 400,  # says which frontier, store, review queue
+    "recordhound.extensions.progress.CrawlProgress": 450,  # off unless RECORDHOUND_PROGRESS_SECONDS
     "recordhound.extensions.summary.CrawlSummary": 500,
     "spidermon.contrib.scrapy.extensions.Spidermon": 510,
 }
@@ -102,14 +104,14 @@ HTTPERROR_ALLOWED_CODES = [304]
 # waits base * 2**(n-1) seconds after its n-th failure (half of it jittered), at most the cap and
 # at least the server's Retry-After; after the last attempt it is a dead letter (`frontier failed`).
 # A profile's `retry:` overrides them (its http_codes are added to these).
-RECORDHOUND_RETRY_BASE_SECONDS = 1.0
-RECORDHOUND_RETRY_CAP_SECONDS = 60.0
-RECORDHOUND_RETRY_MAX_ATTEMPTS = 5  # attempts in all, the first included
-RECORDHOUND_RETRY_HTTP_CODES = [408, 429, 500, 502, 503, 504, 522, 524]
+RECORDHOUND_RETRY_BASE_SECONDS = 1.0  # the wait after the first failure (seconds); doubles with each failure
+RECORDHOUND_RETRY_CAP_SECONDS = 60.0  # the longest wait between two attempts (seconds)
+RECORDHOUND_RETRY_MAX_ATTEMPTS = 5  # attempts in all, the first included (count)
+RECORDHOUND_RETRY_HTTP_CODES = [408, 429, 500, 502, 503, 504, 522, 524]  # HTTP codes that are transient failures
 # Per host, every node of the crawl together (in Redis; in this process when embedded): requests
 # started per second and requests in flight; 0 means no limit. A profile's `politeness:` overrides.
-RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND = 0.0
-RECORDHOUND_POLITENESS_CONCURRENCY = 0
+RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND = 0.0  # requests started per second and host (0: no limit)
+RECORDHOUND_POLITENESS_CONCURRENCY = 0  # requests in flight per host (count; 0: no limit)
 # Lower a host's rate when it answers 429/503 or slows down, raise it slowly when it recovers (bool).
 RECORDHOUND_POLITENESS_ADAPTIVE = True
 
@@ -168,7 +170,7 @@ RECORDHOUND_RENDER_MAX_PAGES = 4
 # --- Web admin (`recordhound admin`) --------------------------------------------------
 # Key that signs the admin's session cookies; empty: one is generated once into the file below.
 RECORDHOUND_ADMIN_SECRET_KEY = ""
-RECORDHOUND_ADMIN_SECRET_PATH = ".recordhound/admin-secret"
+RECORDHOUND_ADMIN_SECRET_PATH = ".recordhound/admin-secret"  # where the generated key is kept
 # Send the session cookie over HTTPS only (bool): turn on behind a TLS proxy.
 RECORDHOUND_ADMIN_HTTPS_ONLY = False
 RECORDHOUND_ADMIN_ALLOWED_HOSTS = ["127.0.0.1", "localhost", "::1"]  # Host headers the admin answers; "*": any
@@ -185,3 +187,6 @@ RECORDHOUND_CASSETTE_MODE = "replay"
 RECORDHOUND_SUMMARY_ENABLED = True
 # Also write the crawl's stats and summary as JSON to this path (empty: don't).
 RECORDHOUND_STATS_FILE = ""
+# Redraw a progress line (pages, pages/s, items) on stderr this often while crawling (seconds;
+# 0: off; at least 5 s when stderr is not a terminal). `recordhound demo` turns it on.
+RECORDHOUND_PROGRESS_SECONDS = 0.0

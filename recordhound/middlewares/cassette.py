@@ -43,7 +43,7 @@ class CassetteMiddleware:
     def from_crawler(cls, crawler: Crawler) -> CassetteMiddleware:
         path = crawler.settings.get("RECORDHOUND_CASSETTE")
         if not path:
-            raise NotConfigured("RECORDHOUND_CASSETTE is not set")
+            raise NotConfigured  # the normal case: no message, so Scrapy logs no WARNING
         mode = str(crawler.settings.get("RECORDHOUND_CASSETTE_MODE") or "replay")
         if mode not in MODES:
             raise ConfigError(f"RECORDHOUND_CASSETTE_MODE must be one of {', '.join(MODES)}, got {mode!r}")

@@ -24,10 +24,18 @@ def _recordhound(workdir: Path, *args: str, env: dict[str, str] | None = None) -
 
 def test_demo_command_runs_the_main_job_on_embedded_defaults(tmp_path: Path) -> None:
     env = {"DATABASE_URL": ""}
-    done = _recordhound(tmp_path, "demo", "--releases", "60", env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "recordhound crawl finished" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "recordhound", "demo", "--releases", "60"], cwd=tmp_path,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+                          env={**os.environ, **env})
+    assert done.returncode == 0, done.stdout[-3000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) < 30, done.stdout  # a quiet first run: Scrapy's log is in the file it names
+    assert "progress: " in done.stdout and " pages/s " in done.stdout
+    summary = next(i for i, line in enumerate(lines) if line.startswith("recordhound crawl finished"))
+    assert lines[-1].startswith("  health:") and all(line.startswith("  ") for line in lines[summary + 1:])
     assert "offers:   62 new" in done.stdout
+    log = (tmp_path / ".recordhound" / "logs" / "demo.log").read_text()
+    assert "recordhound: frontier embedded" in log and "Disabled" not in log
     db = ProductDb(f"sqlite:///{tmp_path / 'recordhound.sqlite3'}")
     assert db.counts()["releases"] == 60
     before = db.snapshot()
