@@ -17,6 +17,8 @@ import copy
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +35,8 @@ from tests.services import PostgresDatabase, redis_url
 TRIALS = int(os.environ.get("RECORDHOUND_FAULT_TRIALS", "3"))
 SEED = int(os.environ.get("RECORDHOUND_FAULT_SEED") or random.randrange(1 << 30))
 OUTAGE_SECONDS = (0.5, 2.0, 5.0)
-RELEASES = 120
-SLOW_SHOP = ("--latency", "0.1")  # ~155 pages at 4 in flight: the crawl takes ~5 s, outages land in it
+RELEASES = 200
+SLOW_SHOP = ("--latency", "0.1")  # ~245 pages at 4 in flight: the crawl takes ~6 s, outages land in it
 NODE = ("CONCURRENT_REQUESTS=2",)
 GRACE_SECONDS = 30  # every node exits within this long after the crawl drained
 RDB_ONLY = ("--save", "", "--appendonly", "no")  # snapshots only when the test says SAVE
@@ -62,17 +64,24 @@ def _outage_plan(trials: int) -> list[tuple[float, str, int]]:
     rng = random.Random(SEED)
     lengths = [OUTAGE_SECONDS[i % len(OUTAGE_SECONDS)] for i in range(trials)]
     rng.shuffle(lengths)
-    return [(seconds, rng.choice((CUT, STALL, BLACKHOLE)), rng.randint(0, 80)) for seconds in lengths]
+    return [(seconds, rng.choice((CUT, STALL, BLACKHOLE)), rng.randint(0, 60)) for seconds in lengths]
 
 
-def _start_two(setup: CrawlSetup, shop: ShopProcess) -> list[Crawler]:
-    """Two nodes; the second once the first fetches (two processes migrating one SQLite product
-    DB at the same instant is not what these tests are about)."""
-    served = shop.pages_served()
-    nodes = [setup.start(*NODE, name="node0")]
-    wait_for_pages(shop, served + 1, timeout=60)
-    nodes.append(setup.start(*NODE, name="node1"))
-    return nodes
+def _start_two(setup: CrawlSetup) -> list[Crawler]:
+    """Two nodes, on a product DB whose schema is already there (two processes creating one SQLite
+    file's schema at the same instant is not what these tests are about)."""
+    upgraded = subprocess.run([sys.executable, "-m", "recordhound", "db", "upgrade"], cwd=setup.workdir,
+                              env=setup.env(), capture_output=True, text=True, timeout=120)
+    assert upgraded.returncode == 0, upgraded.stderr
+    return [setup.start(*NODE, name=name) for name in ("node0", "node1")]
+
+
+def _wait_pages_or_exit(shop: ShopProcess, nodes: list[Crawler], at_least: int) -> None:
+    """Until the shop served ``at_least`` pages (the outage's moment), or a node is gone."""
+    deadline = time.monotonic() + 120
+    while shop.pages_served() < at_least and all(node.process.poll() is None for node in nodes):
+        assert time.monotonic() < deadline, f"the crawl did not reach {at_least} shop pages in 120 s"
+        time.sleep(0.05)
 
 
 def _wait_both_leasing(direct: CrawlSetup, timeout: float = 60) -> None:
@@ -90,10 +99,10 @@ def _run_trial(shop: ShopProcess, workdir: Path, database_url: str, seconds: flo
         setup = CrawlSetup(workdir, shop.url, database_url, proxy.url())
         direct = _direct(setup, real)
         names = ["node0", "node1"]
-        nodes = _start_two(setup, shop)
+        nodes = _start_two(setup)
         try:
             _wait_both_leasing(direct)
-            wait_for_pages(shop, shop.pages_served() + after, timeout=120)
+            _wait_pages_or_exit(shop, nodes, shop.pages_served() + after)
             proxy.outage(kind, seconds)
             codes, problem = wait_nodes_out(nodes, direct.counts, timeout=90, grace=GRACE_SECONDS)
             label = f"seed {SEED}: {kind} {seconds} s after {after} pages"
@@ -162,7 +171,7 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
             nodes: list[Crawler] = []
             try:
                 if moment == "mid_crawl":
-                    nodes = _start_two(setup, shop)
+                    nodes = _start_two(setup)
                     wait_for_pages(shop, 40)
                     server.snapshot(snapshot)
                 else:  # the first node stops itself right after claiming the start requests
