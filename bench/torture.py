@@ -2,7 +2,7 @@
 wrongly failed counts per backend (the target is 0 everywhere). Not run in CI.
 
     python bench/torture.py [--kills 50] [--releases 1000] [--seed S] [--database sqlite|postgresql]
-    python bench/torture.py --faults [--trials 100] [--releases 120] [--seed S]
+    python bench/torture.py --faults [--trials 100] [--releases 120] [--seed S] [--backend embedded|redis]
 
 ``--faults``: mixed fault classes instead (issue 20), seeded trials per backend, each a fresh crawl
 hit by one fault at a random moment: kill -9 (the node restarted), SIGTERM (restarted), SIGSTOP past
@@ -99,11 +99,13 @@ def main() -> None:
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="postgresql")
     parser.add_argument("--faults", action="store_true", help="mixed fault classes (see above)")
     parser.add_argument("--trials", type=int, default=100, help="--faults: trials per backend")
+    parser.add_argument("--backend", choices=("embedded", "redis"), default=None, help="--faults: only this one")
     args = parser.parse_args()
     if args.faults:
         from bench.torture_faults import run_faults
 
-        run_faults(args.trials, args.releases or 120, args.seed)
+        run_faults(args.trials, args.releases or 120, args.seed,
+                   (args.backend,) if args.backend else ("embedded", "redis"))
         return
     args.releases = args.releases or 1000
     print(f"seed {args.seed}; {args.kills} random kills per backend; {len(POINTS)} crash points; "

@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.common import table
 from recordhound.demo.process import ShopProcess
 from tests.faultproxy import BLACKHOLE, CUT, STALL, FaultProxy
-from tests.integration.crawlers import Crawler, CrawlSetup, wait_for_pages, wait_nodes_out
+from tests.integration.crawlers import Crawler, CrawlSetup, wait_nodes_out
 from tests.integration.truthcheck import tally
 from tests.redisserver import RedisServer
 from tests.services import PostgresDatabase
@@ -31,7 +31,7 @@ LEASE_SECONDS = 5.0  # short, so a SIGSTOPped node's leases expire within a tria
 NODE = (f"RECORDHOUND_FRONTIER_LEASE_SECONDS={LEASE_SECONDS}", "CONCURRENT_REQUESTS=4")
 CLASSES = {"embedded": ("kill9", "sigterm", "sigstop", "pg_outage"),
            "redis": ("kill9", "sigterm", "sigstop", "redis_outage", "redis_lost_second", "pg_outage")}
-KEYS = ("lost", "duplicated", "wrongly_failed", "stuck", "id_gaps", "verify_problems")
+KEYS = ("lost", "duplicated", "wrongly_failed", "stuck", "id_gaps", "verify_problems", "broken")
 GRACE_SECONDS = 30.0
 
 
@@ -90,7 +90,10 @@ class FaultTrial:
     def run(self, fault: str) -> tuple[str, dict[str, int]]:
         self.start_nodes()
         try:
-            wait_for_pages(self.shop, self.shop.pages_served() + self.rng.randint(3, 100), timeout=120)
+            target, deadline = self.shop.pages_served() + self.rng.randint(3, 100), time.monotonic() + 120
+            while (self.shop.pages_served() < target and time.monotonic() < deadline
+                   and all(node.process.poll() is None for node in self.nodes)):
+                time.sleep(0.05)  # the moment of the fault (or the crawl is over before it)
             what = self.inject(fault)
             codes, problem = wait_nodes_out(self.nodes, self.direct.counts, timeout=180, grace=GRACE_SECONDS)
             stuck = int(bool(problem) or any(code is None for code in codes))
@@ -114,13 +117,16 @@ def run_backend(kind: str, trials: int, shop: ShopProcess, work: Path, rng: rand
         if kind == "redis" else None
     proxy = FaultProxy(redis.port).start() if redis is not None else None
     try:
-        for trial in range(trials):
-            fault = rng.choice(CLASSES[kind])
+        faults = [CLASSES[kind][i % len(CLASSES[kind])] for i in range(trials)]  # every class in turn
+        rng.shuffle(faults)
+        for trial, fault in enumerate(faults):
             folder = Path(tempfile.mkdtemp(dir=work))
             with PostgresDatabase(own_role=True) as database:
                 one = FaultTrial(kind, shop, folder, rng, redis, proxy, database)
                 try:
                     what, found = one.run(fault)
+                except Exception as exc:  # noqa: BLE001 - a bench reports a broken trial and goes on
+                    what, found = f"{fault}: the trial broke: {type(exc).__name__}: {exc}", Counter(broken=1)
                 finally:
                     one.direct.cleanup()
             totals[fault].update(found)
@@ -135,12 +141,12 @@ def run_backend(kind: str, trials: int, shop: ShopProcess, work: Path, rng: rand
     return totals
 
 
-def run_faults(trials: int, releases: int, seed: int) -> None:
+def run_faults(trials: int, releases: int, seed: int, backends: tuple[str, ...] = ("embedded", "redis")) -> None:
     print(f"seed {seed}; {trials} fault trials per backend; {releases} releases (shop latency 0.1 s)", flush=True)
     rows = [("backend", "fault", "trials", *KEYS, "time")]
     with ShopProcess(releases, seed=3, throttle=("--latency", "0.1")) as shop, \
             tempfile.TemporaryDirectory() as tmp:
-        for kind in ("embedded", "redis"):
+        for kind in backends:
             started = time.monotonic()
             totals = run_backend(kind, trials, shop, Path(tmp), random.Random(f"{seed}:{kind}"))
             elapsed = f"{time.monotonic() - started:.0f} s"
