@@ -61,6 +61,16 @@ class RedisServer:
         shutil.copyfile(snapshot, self.folder / "dump.rdb")
         self.start()
 
+    def reload(self, snapshot: Path) -> None:
+        """Load ``snapshot`` in place, connections kept (like a failover to a replica that lagged):
+        needs ``--enable-debug-command yes``."""
+        shutil.copyfile(snapshot, self.folder / "dump.rdb")
+        client = self.client()
+        try:
+            client.execute_command("DEBUG", "RELOAD", "NOSAVE")
+        finally:
+            client.close()
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()

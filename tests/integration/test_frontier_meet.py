@@ -295,10 +295,12 @@ def test_verify_of_a_completed_crawl_with_due_rechecks_is_clean(kind: str, tmp_p
                            redis_url() if kind == "redis" else "")
         (tmp_path / "profiles").mkdir()
         (tmp_path / "profiles" / "demo.yaml").write_text(
-            BUNDLED.read_text() + "recrawl: {product: 1s, listing: 1s, pagination: 1s}\n")
+            BUNDLED.read_text() + "recrawl: {product: 8s, listing: 8s, pagination: 8s}\n")
         try:
             _finish(setup.start(name="crawl"), setup, "crawl", 120)
-            time.sleep(1.5)  # every page's recheck is due now
+            counts = setup.counts()
+            assert counts.status == "completed" and counts.scheduled, counts  # done, nothing due yet
+            time.sleep(8.5)  # every page's recheck is due now
             checked = _cli(setup, "verify", "--source", "demo")
             assert checked.returncode == 0 and "demo: consistent" in checked.stdout, checked.stdout + checked.stderr
         finally:
