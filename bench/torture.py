@@ -2,6 +2,14 @@
 wrongly failed counts per backend (the target is 0 everywhere). Not run in CI.
 
     python bench/torture.py [--kills 50] [--releases 1000] [--seed S] [--database sqlite|postgresql]
+    python bench/torture.py --faults [--trials 100] [--releases 120] [--seed S] [--backend embedded|redis]
+
+``--faults``: mixed fault classes instead (issue 20), seeded trials per backend, each a fresh crawl
+hit by one fault at a random moment: kill -9 (the node restarted), SIGTERM (restarted), SIGSTOP past
+the lease time then SIGCONT, a Redis outage of 0.5-5 s through ``tests/faultproxy.py`` (cut, stall
+or blackhole), Redis restored from a snapshot one second old, and a PostgreSQL outage of 0.5-5 s (the
+crawl's role locked out). Printed per backend and fault class: lost, duplicated, wrongly failed,
+stuck (a node not out within 30 s of the crawl's end, or a crawl that never drains).
 
 Each round starts a crawl of the demo shop and SIGKILLs it after a random 0.5-6 s (the seed is
 printed, so a failing run can be replayed); a crawl that completes is compared with the shop's
@@ -86,10 +94,20 @@ class Trial:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=50, help="random kills per backend")
-    parser.add_argument("--releases", type=int, default=1000)
+    parser.add_argument("--releases", type=int, default=None, help="default 1000 (--faults: 120)")
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="postgresql")
+    parser.add_argument("--faults", action="store_true", help="mixed fault classes (see above)")
+    parser.add_argument("--trials", type=int, default=100, help="--faults: trials per backend")
+    parser.add_argument("--backend", choices=("embedded", "redis"), default=None, help="--faults: only this one")
     args = parser.parse_args()
+    if args.faults:
+        from bench.torture_faults import run_faults
+
+        run_faults(args.trials, args.releases or 120, args.seed,
+                   (args.backend,) if args.backend else ("embedded", "redis"))
+        return
+    args.releases = args.releases or 1000
     print(f"seed {args.seed}; {args.kills} random kills per backend; {len(POINTS)} crash points; "
           f"{args.releases} releases; product DB {args.database}", flush=True)
     rows = []

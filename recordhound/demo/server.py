@@ -35,6 +35,7 @@ from recordhound.demo import feeds
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.jsite import build_js_site
 from recordhound.demo.ldsite import build_ld_site
+from recordhound.demo.offsite import with_offsite_links
 from recordhound.demo.site import Page, build_site, not_found
 from recordhound.demo.truth import build_truth
 
@@ -60,8 +61,10 @@ class Epochs:
 class DemoShop:
     """State shared by all connections: the pages, the request counts, the one-time faults."""
 
-    def __init__(self, catalog: Catalog, throttle: Throttle = Throttle(), epochs: Epochs = Epochs()) -> None:
+    def __init__(self, catalog: Catalog, throttle: Throttle = Throttle(), epochs: Epochs = Epochs(),
+                 offsite_links: bool = False) -> None:
         self.catalog, self.throttle, self.epochs = catalog, throttle, epochs
+        self.offsite_links = offsite_links  # each listing page links to another site (never to be fetched)
         self.started, self.first_epoch = time.time(), catalog.epoch
         self.site: dict[str, Page] = {}
         self.validators: dict[str, tuple[str, float]] = {}  # path -> (ETag, when its body last changed)
@@ -99,6 +102,8 @@ class DemoShop:
         now = time.time()
         self.catalog = catalog
         self.site = {**build_site(catalog), **build_js_site(catalog), **build_ld_site(catalog)}
+        if self.offsite_links:
+            self.site = with_offsite_links(self.site)
         for path, page in self.site.items():
             if page.status == 200 and page.content_type.startswith("text/html"):
                 etag = '"' + hashlib.sha1(page.body, usedforsecurity=False).hexdigest()[:20] + '"'

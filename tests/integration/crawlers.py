@@ -146,3 +146,46 @@ def wait_for_hits(shop: Any, at_least: int, timeout: float = 60) -> int:
             return int(total)
         time.sleep(0.05)
     raise AssertionError(f"the crawl did not reach {at_least} requests in {timeout} s")
+
+
+def wait_nodes_out(nodes: list[Crawler], counts: Any, timeout: float = 240,
+                   grace: float = 30) -> tuple[list[int | None], str]:
+    """Watch ``nodes`` until the crawl drains (``counts()``, read beside the nodes' own path to the
+    store) and every node has exited, or a node is still running ``grace`` seconds after the drain,
+    or ``timeout`` passes. Returns (exit codes, None for a node still running, which is then
+    killed; and what went wrong, "" when every node was out in time)."""
+    started = time.monotonic()
+    drained_at: float | None = None
+    problem = ""
+    while any(node.process.poll() is None for node in nodes):
+        now = time.monotonic()
+        if drained_at is None:
+            try:
+                found = counts()
+                if found.drained and found.status != "resetting":
+                    drained_at = now
+            except Exception:  # noqa: BLE001 - the store may be the thing that is down
+                pass
+        if drained_at is not None and now - drained_at > grace:
+            problem = f"a node was still running {grace:.0f} s after the crawl drained"
+            break
+        if now - started > timeout:
+            problem = f"the crawl did not drain within {timeout:.0f} s" if drained_at is None else \
+                f"a node was still running {now - drained_at:.0f} s after the crawl drained"
+            break
+        time.sleep(0.1)
+    codes = [node.process.poll() for node in nodes]
+    for node in nodes:
+        node.ensure_stopped()
+    return codes, problem
+
+
+def wait_for_pages(shop: Any, at_least: int, timeout: float = 60) -> int:
+    """Like ``wait_for_hits``, counting shop pages only (not the test's own /_stats.json polls)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        served = int(shop.pages_served())
+        if served >= at_least:
+            return served
+        time.sleep(0.05)
+    raise AssertionError(f"the crawl did not reach {at_least} shop pages in {timeout} s")

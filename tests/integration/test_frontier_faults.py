@@ -1,0 +1,212 @@
+"""Redis outages during whole crawls (issue 20, findings 1 and 4): every node must leave within 30 s
+of the crawl's end, and the product DB must equal the demo shop's truth.
+
+Outages go through ``tests/faultproxy.py`` (the crawlers' REDIS_URL points at the proxy; the test
+watches the crawl on a direct connection): each trial is a crawl by two nodes that meets three
+outages, of 0.5, 2 and 5 s in a random order, each a cut, stall or blackhole, at random moments.
+The seed is printed; set ``RECORDHOUND_FAULT_SEED`` to replay a run and ``RECORDHOUND_FAULT_TRIALS``
+for more trials per backend configuration (default 2, about 50 s per configuration on a 2-core
+machine, which keeps this module within 3 minutes; the issue's soak is 20 trials per configuration).
+
+"Redis coming back without its last second": a private redis-server with RDB snapshots is killed
+one second after a snapshot and restarted from it, on the same port.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recordhound.demo.process import ShopProcess
+from tests.faultproxy import BLACKHOLE, CUT, STALL, FaultProxy
+from tests.integration.crawlers import Crawler, CrawlSetup, wait_for_pages, wait_nodes_out
+from tests.integration.truthcheck import assert_crawl_matches_truth
+from tests.redisserver import RedisServer
+from tests.services import PostgresDatabase, redis_url
+
+TRIALS = int(os.environ.get("RECORDHOUND_FAULT_TRIALS", "2"))
+SEED = int(os.environ.get("RECORDHOUND_FAULT_SEED") or random.randrange(1 << 30))
+OUTAGE_SECONDS = (0.5, 2.0, 5.0)
+RELEASES = 200
+SLOW_SHOP = ("--latency", "0.1")  # ~245 pages at 4 in flight: the crawl takes ~6 s, outages land in it
+NODE = ("CONCURRENT_REQUESTS=2",)
+GRACE_SECONDS = 30  # every node exits within this long after the crawl drained
+RDB_ONLY = ("--save", "", "--appendonly", "no")  # snapshots only when the test says SAVE
+
+
+@pytest.fixture(scope="module")
+def slow_shop() -> Iterator[ShopProcess]:
+    with ShopProcess(RELEASES, seed=61, throttle=SLOW_SHOP) as shop:
+        yield shop
+
+
+def _log(setup: CrawlSetup, names: list[str]) -> str:
+    return "\n".join(f"--- {name}.log\n" + (setup.workdir / f"{name}.log").read_text()[-2500:] for name in names)
+
+
+def _direct(setup: CrawlSetup, url: str) -> CrawlSetup:
+    """The same crawl, reached without the proxy (to watch it while the proxy is broken)."""
+    direct = copy.copy(setup)
+    direct.redis_url = url
+    return direct
+
+
+Outage = tuple[float, str, int]  # seconds, kind, shop pages served before it begins
+
+
+def _outage_plan(trials: int) -> list[list[Outage]]:
+    """Per trial: an outage of each length (0.5, 2, 5 s), in a random order, each of a random kind,
+    each after a random number of pages (counted from the start, then from the last outage's end)."""
+    rng = random.Random(SEED)
+    plan = []
+    for _ in range(trials):
+        lengths = list(OUTAGE_SECONDS)
+        rng.shuffle(lengths)
+        plan.append([(seconds, rng.choice((CUT, STALL, BLACKHOLE)), rng.randint(0, 30)) for seconds in lengths])
+    return plan
+
+
+def _start_two(setup: CrawlSetup) -> list[Crawler]:
+    """Two nodes, on a product DB whose schema is already there (two processes creating one SQLite
+    file's schema at the same instant is not what these tests are about)."""
+    upgraded = subprocess.run([sys.executable, "-m", "recordhound", "db", "upgrade"], cwd=setup.workdir,
+                              env=setup.env(), capture_output=True, text=True, timeout=120)
+    assert upgraded.returncode == 0, upgraded.stderr
+    return [setup.start(*NODE, name=name) for name in ("node0", "node1")]
+
+
+def _wait_pages_or_exit(shop: ShopProcess, nodes: list[Crawler], at_least: int) -> None:
+    """Until the shop served ``at_least`` pages (the outage's moment), or a node is gone."""
+    deadline = time.monotonic() + 120
+    while shop.pages_served() < at_least and all(node.process.poll() is None for node in nodes):
+        assert time.monotonic() < deadline, f"the crawl did not reach {at_least} shop pages in 120 s"
+        time.sleep(0.05)
+
+
+def _wait_both_leasing(direct: CrawlSetup, timeout: float = 60) -> None:
+    """Both nodes are open and working (an outage while a node opens its frontier makes it exit 1
+    at start-up, by design: that is not what these trials are about)."""
+    deadline = time.monotonic() + timeout
+    while len(direct.counts().leased) < 2:
+        assert time.monotonic() < deadline, f"two nodes never held leases at once: {direct.counts()}"
+        time.sleep(0.02)
+
+
+def _run_trial(shop: ShopProcess, workdir: Path, database_url: str, outages: list[Outage]) -> None:
+    real = redis_url()
+    with FaultProxy(int(real.rsplit(":", 1)[1].split("/")[0])) as proxy:
+        setup = CrawlSetup(workdir, shop.url, database_url, proxy.url())
+        direct = _direct(setup, real)
+        names = ["node0", "node1"]
+        nodes = _start_two(setup)
+        try:
+            _wait_both_leasing(direct)
+            for seconds, kind, after in outages:
+                _wait_pages_or_exit(shop, nodes, shop.pages_served() + after)
+                proxy.outage(kind, seconds)
+                proxy.wait_healed()
+            codes, problem = wait_nodes_out(nodes, direct.counts, timeout=90, grace=GRACE_SECONDS)
+            label = f"RECORDHOUND_FAULT_SEED={SEED}: outages {outages}"
+            assert not problem and codes == [0, 0], f"{label}: {problem}; exit codes {codes}\n" + _log(setup, names)
+            assert_crawl_matches_truth(direct, shop.truth())
+        finally:
+            for node in nodes:
+                node.ensure_stopped()
+            direct.cleanup()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_redis_outages_through_a_proxy_leave_no_node_stuck_and_lose_nothing(
+    store: str, tmp_path: Path, slow_shop: ShopProcess,
+) -> None:
+    plan = _outage_plan(TRIALS)
+    print(f"RECORDHOUND_FAULT_SEED={SEED}; {TRIALS} trials: {plan}")
+    for trial, outages in enumerate(plan):
+        workdir = tmp_path / f"trial{trial}"
+        workdir.mkdir()
+        if store == "sqlite":
+            _run_trial(slow_shop, workdir, f"sqlite:///{workdir / 'product.sqlite3'}", outages)
+            continue
+        with PostgresDatabase() as database:
+            _run_trial(slow_shop, workdir, database.url, outages)
+
+
+def test_faultproxy_cut_stall_blackhole_break_and_heal() -> None:
+    """The proxy itself: each outage breaks calls through it, and it heals on time."""
+    import redis as redis_py
+
+    real = redis_url()
+    with FaultProxy(int(real.rsplit(":", 1)[1].split("/")[0])) as proxy:
+        client = redis_py.Redis.from_url(proxy.url(), socket_timeout=0.3, socket_connect_timeout=0.3)
+        assert client.ping()
+        for kind in (CUT, STALL, BLACKHOLE):
+            proxy.outage(kind, 1.0)
+            with pytest.raises(redis_py.RedisError):
+                client.ping()
+            proxy.wait_healed()
+            client.close()  # a broken connection is not reused
+            assert client.ping(), kind
+        client.close()
+
+
+def _stopped(crawler: Crawler) -> bool:
+    try:
+        with open(f"/proc/{crawler.process.pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("moment", ["mid_crawl", "before_seeding", "failover_mid_crawl"])
+def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
+    moment: str, tmp_path: Path,
+) -> None:
+    """mid_crawl: Redis is killed and restarted from the snapshot; leases acked in the lost second
+    come back leased. before_seeding: the same, the lost second holding the commit that queued the
+    start requests and marked the crawl seeded. failover_mid_crawl: the snapshot is loaded in place,
+    connections kept (a failover to a replica one second behind): no node sees an outage at all."""
+    server = RedisServer(tmp_path / "redis", *RDB_ONLY, "--enable-debug-command", "yes").start()
+    snapshot = tmp_path / "snapshot.rdb"
+    names = ["node0", "node1"]
+    try:
+        with ShopProcess(RELEASES, seed=62, throttle=SLOW_SHOP) as shop, PostgresDatabase() as database:
+            setup = CrawlSetup(tmp_path, shop.url, database.url, server.url)
+            nodes: list[Crawler] = []
+            try:
+                if moment in ("mid_crawl", "failover_mid_crawl"):
+                    nodes = _start_two(setup)
+                    wait_for_pages(shop, 40)
+                    server.snapshot(snapshot)
+                else:  # the first node stops itself right after claiming the start requests
+                    nodes = [setup.start(*NODE, name="node0", failpoints="frontier.after_start_claim=stop")]
+                    deadline = time.monotonic() + 60
+                    while not _stopped(nodes[0]):
+                        assert time.monotonic() < deadline and nodes[0].process.poll() is None, _log(setup, ["node0"])
+                        time.sleep(0.05)
+                    server.snapshot(snapshot)  # claimed, nothing queued, not seeded
+                    nodes[0].signal(signal.SIGCONT)
+                    nodes.append(setup.start(*NODE, name="node1"))
+                    wait_for_pages(shop, 10)
+                time.sleep(1.0)
+                if moment == "failover_mid_crawl":
+                    server.reload(snapshot)
+                else:
+                    server.restore(snapshot)
+                codes, problem = wait_nodes_out(nodes, setup.counts, timeout=90, grace=GRACE_SECONDS)
+                assert not problem and codes == [0, 0], f"{moment}: {problem}; exit codes {codes}\n" + \
+                    _log(setup, names)
+                assert_crawl_matches_truth(setup, shop.truth())
+            finally:
+                for node in nodes:
+                    node.ensure_stopped()
+    finally:
+        server.kill()
