@@ -160,6 +160,11 @@ def _node_of(setup: CrawlSetup, crawler: Crawler) -> str:
         backend.close()
 
 
+def _held_by(slot: str, node: str) -> bool:
+    """Slots are named "crawl:node|n"."""
+    return slot.rsplit("|", 1)[0].split(":", 1)[-1] == node
+
+
 def test_a_node_killed_while_holding_slots_gives_them_back_and_the_others_go_on(
     tmp_path: Path, product_db: str,
 ) -> None:
@@ -172,12 +177,12 @@ def test_a_node_killed_while_holding_slots_gives_them_back_and_the_others_go_on(
             while True:
                 assert time.monotonic() < deadline, "the node never held a slot"
                 node = _node_of(setup, doomed) if doomed.process.poll() is None else ""
-                if node and any(slot.startswith(f"{node}|") for slot in _slots(setup, shop.url)):
+                if node and any(_held_by(slot, node) for slot in _slots(setup, shop.url)):
                     break
                 time.sleep(0.05)
             doomed.kill()
             deadline = time.monotonic() + 12  # the slots expire on their own only after 35 s
-            while any(slot.startswith(f"{node}|") for slot in _slots(setup, shop.url)):
+            while any(_held_by(slot, node) for slot in _slots(setup, shop.url)):
                 assert time.monotonic() < deadline, "the dead node's slots did not come back"
                 time.sleep(0.1)
             assert other.wait(300) == 0, _log(setup, "other")
