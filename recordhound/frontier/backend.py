@@ -226,8 +226,9 @@ class FrontierBackend(ABC):
     @abstractmethod
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
                seeded: bool = False, rechecks: list[Recheck] | None = None) -> Committed:
-        """Atomically queue unseen entries, then ack (or ack and schedule a recheck of) and fail
-        current leases (``seeded``: the start requests are all in, the same step)."""
+        """Atomically queue unseen entries, then ack, fail, and ack and schedule a recheck of current
+        leases, in that order (a lease named twice: the first outcome is taken, the later refused;
+        ``seeded``: the start requests are all in, the same step)."""
 
     @abstractmethod
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]: ...

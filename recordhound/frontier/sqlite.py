@@ -122,6 +122,7 @@ class SqliteFrontier(FrontierBackend):
             self._add(db, "seen", seen)
             self._add(db, "queued", queued)
             done = sum(db.execute(f"DELETE FROM queue WHERE {CURRENT}", (a.id, a.token)).rowcount for a in acks)
+            taken = self._fail(db, failures)  # acks, failures, rechecks: Redis's order (a lease named twice)
             kept = sum(db.execute(
                 f"UPDATE queue SET owner = NULL, expires = NULL, not_before = ?, scheduled = {RECHECK}, state = ?, "
                 f"history = NULL, lost = 0 WHERE {CURRENT}", (self.now() + r.due_in, r.state, r.lease.id, r.lease.token)).rowcount
@@ -130,7 +131,6 @@ class SqliteFrontier(FrontierBackend):
             self._add(db, "scheduled", kept)
             done += kept
             acks = [*acks, *(r.lease for r in rechecks or ())]
-            taken = self._fail(db, failures)
             if seeded:
                 db.execute("INSERT OR REPLACE INTO state VALUES ('seeded', '1')")
         return Committed(queued, len(acks) + len(failures) - done - taken)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from recordhound.frontier.backend import QUEUED, Entry, Failure, FrontierBackend, Lease, NodeInfo, Recheck, Reconciled
+from recordhound.frontier.backend import (
+    FAILED, QUEUED, Entry, Failure, FrontierBackend, Lease, NodeInfo, Recheck, Reconciled)
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.frontier.sqlite import SqliteFrontier
 from tests.services import redis_url, unique_prefix
@@ -356,4 +357,17 @@ def test_renew_and_reconcile_tell_a_stale_and_the_current_lease_of_one_entry_apa
     (current,) = backend.lease("n1", 1, 60)  # the same node leases the same entry again
     assert backend.renew("n1", [current.lease, stale.lease], 60) == [stale.lease]
     assert backend.reconcile("n1", [stale.lease, current.lease]) == Reconciled(0, [stale.lease])
-    assert backend.leases_of("n1") == [current.lease]  # Redis released it: by id, the stale token won
+    assert backend.leases_of("n1") == [current.lease]  # Redis compared by id: it released this one
+
+
+def test_a_lease_named_twice_in_one_commit_takes_the_first_outcome_in_ack_fail_recheck_order(
+    backend: FrontierBackend,
+) -> None:
+    backend.commit([entry("a"), entry("b")], [], [])
+    a, b = backend.lease("n1", 2, 60)
+    committed = backend.commit([], [b.lease], [Failure(a.lease, "gone"), Failure(b.lease, "late")],
+                               rechecks=[Recheck(a.lease, 3600, "{}")])
+    assert committed.refused == 2  # SQLite used to take the recheck of a, Redis its failure
+    states = backend.states()
+    assert list(states) == [a.id] and states[a.id].state == FAILED
+    assert backend.verify() == []
