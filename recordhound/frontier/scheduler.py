@@ -83,6 +83,7 @@ class FrontierScheduler:
                                 (scheduler._item_settled, signals.item_dropped),
                                 (scheduler._item_error, signals.item_error),
                                 (scheduler._left_downloader, signals.request_left_downloader),
+                                (scheduler._scheduled, signals.request_scheduled),
                                 (scheduler._dropped, signals.request_dropped)):
             crawler.signals.connect(handler, signal=signal)
         return scheduler
@@ -336,15 +337,26 @@ class FrontierScheduler:
         if self.gate is not None:
             self.gate.free(request)
 
+    def _scheduled(self, request: Request, spider: Spider) -> None:
+        """A child is about to be scheduled; a ``request_scheduled`` handler may still refuse it
+        (Scrapy's off-site filter does), and then ``enqueue_request`` never sees it: look once the
+        engine's synchronous scheduling step is over."""
+        if PARENT_ID in request.meta:
+            self.upkeep.after_scheduling(request)
+
+    def settle_if_dropped(self, requests: list[Request]) -> None:
+        """Children the engine dropped before ``enqueue_request`` settle their parent's count,
+        as a duplicate does (``enqueue_request`` takes PARENT_ID out of the ones it saw)."""
+        for request in requests:
+            child_of = request.meta.pop(PARENT_ID, None)
+            if child_of is not None:
+                self.inc("dropped_children")
+                self.outcomes.child_enqueued(child_of)
+
     def _dropped(self, request: Request, spider: Spider) -> None:
-        """The engine dropped a request before ``enqueue_request`` (off-site, refused by a
-        ``request_scheduled`` handler): it settles its parent's count as a duplicate would."""
         if self.gate is not None:
             self.gate.free(request)
-        child_of = request.meta.pop(PARENT_ID, None)
-        if child_of is not None:
-            self.inc("dropped_children")
-            self.outcomes.child_enqueued(child_of)
+        self.settle_if_dropped([request])
 
     def _item_settled(self, item: Any, response: Any, **kwargs: Any) -> None:
         if (frontier_id := _frontier_id(response)) is not None:
