@@ -8,7 +8,8 @@ The scheduler is the glue of parts that each have one home:
 - ``Outage`` (outage.py) and ``EnginePause`` (pause.py): the store's reachability, and the one
   owner of pausing the engine.
 - ``Upkeep`` (upkeep.py): the tick that never dies: writes, renew reports, reconcile, reclaim.
-- lifecycle.py: joining the crawl and forgetting gone nodes; recrawl.py: recheck planning.
+- lifecycle.py: joining the crawl and forgetting gone nodes; recrawl.py: recheck planning;
+  engine_signals.py: what Scrapy's signals tell about each request (responses, items, drops).
 
 ``next_request`` leases a batch for this node and hands requests out one by one; ``Outcomes``
 says when a handed-out request is done or failed; its outcome is buffered and written before
@@ -20,9 +21,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 
@@ -38,6 +39,7 @@ from recordhound.frontier.outcomes import Outcomes
 from recordhound.frontier.policy import CrawlPolicy
 from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
 from recordhound.frontier.seeding import Seeding
+from recordhound.frontier.engine_signals import EngineSignals
 from recordhound.frontier.upkeep import Upkeep
 from recordhound.frontier.writes import WriteBuffer
 from recordhound.frontier import lifecycle, recrawl
@@ -53,7 +55,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 OPEN_TIMEOUT_SECONDS = 30.0  # opening runs on a thread: it may wait for a lock or a slow reset
 STAT = "recordhound/frontier/"
-EXTRA_LEASE_SECONDS = 1.0  # while every request in hand waits for its host, lease more this often
 
 
 class FrontierScheduler:
@@ -70,6 +71,7 @@ class FrontierScheduler:
         self.outage = Outage(pauses(crawler), config.retry_max_seconds)
         self.seeding = Seeding()
         self.upkeep = Upkeep(self)
+        self.engine_signals = EngineSignals(self)
         self.phase = "new"  # new | open | broken (a non-transient store error: the crawl is closing)
 
     @classmethod
@@ -78,14 +80,7 @@ class FrontierScheduler:
 
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
         scheduler = cls(crawler, FrontierConfig.from_settings(crawler.settings), dupefilter)
-        for handler, signal in ((scheduler._response_received, signals.response_received),
-                                (scheduler._item_settled, signals.item_scraped),
-                                (scheduler._item_settled, signals.item_dropped),
-                                (scheduler._item_error, signals.item_error),
-                                (scheduler._left_downloader, signals.request_left_downloader),
-                                (scheduler._scheduled, signals.request_scheduled),
-                                (scheduler._dropped, signals.request_dropped)):
-            crawler.signals.connect(handler, signal=signal)
+        scheduler.engine_signals.connect(crawler)  # Scrapy keeps weak references: the scheduler holds it
         return scheduler
 
     # --- lifecycle --------------------------------------------------------------------
@@ -322,50 +317,6 @@ class FrontierScheduler:
         self.outcomes.failed(frontier_id, problem.reason, retry_in)
         return retry_in
 
-    def _response_received(self, response: Any, request: Request) -> None:
-        frontier_id = request.meta.get(FRONTIER_ID)
-        if frontier_id is not None:
-            self.outcomes.response_received(frontier_id)
-            held = self.book.get(frontier_id)
-            if self.policy.recrawl.active and held is not None and frontier_id in self.outcomes:
-                held.seen = recrawl.Seen.of(response)
-        if self.gate is not None:
-            self.gate.feedback(request, response.status)
-            self.gate.free(request)  # also when a middleware (cassette, HTTP cache) answered it
-
-    def _left_downloader(self, request: Request, spider: Spider) -> None:
-        if self.gate is not None:
-            self.gate.free(request)
-
-    def _scheduled(self, request: Request, spider: Spider) -> None:
-        """A child is about to be scheduled; a ``request_scheduled`` handler may still refuse it
-        (Scrapy's off-site filter does), and then ``enqueue_request`` never sees it: look once the
-        engine's synchronous scheduling step is over."""
-        if PARENT_ID in request.meta:
-            self.upkeep.after_scheduling(request)
-
-    def settle_if_dropped(self, requests: list[Request]) -> None:
-        """Children the engine dropped before ``enqueue_request`` settle their parent's count,
-        as a duplicate does (``enqueue_request`` takes PARENT_ID out of the ones it saw)."""
-        for request in requests:
-            child_of = request.meta.pop(PARENT_ID, None)
-            if child_of is not None:
-                self.inc("dropped_children")
-                self.outcomes.child_enqueued(child_of)
-
-    def _dropped(self, request: Request, spider: Spider) -> None:
-        if self.gate is not None:
-            self.gate.free(request)
-        self.settle_if_dropped([request])
-
-    def _item_settled(self, item: Any, response: Any, **kwargs: Any) -> None:
-        if (frontier_id := _frontier_id(response)) is not None:
-            self.outcomes.item_settled(frontier_id)
-
-    def _item_error(self, item: Any, response: Any, failure: Any, **kwargs: Any) -> None:
-        if (frontier_id := _frontier_id(response)) is not None:
-            self.outcomes.item_settled(frontier_id, f"item pipeline error: {failure.getErrorMessage()}")
-
     # --- writing ----------------------------------------------------------------------
 
     def flush(self) -> None:
@@ -427,8 +378,3 @@ class FrontierScheduler:
 def _redirect_loop(request: Request) -> bool:
     """A redirect back to a URL of its own chain (Scrapy's RedirectMiddleware keeps the chain)."""
     return request.url in request.meta.get("redirect_urls", ())
-
-
-def _frontier_id(response: Any) -> int | None:
-    """The frontier id behind an item signal's ``response`` (a Failure for errback items)."""
-    return getattr(response, "meta", {}).get(FRONTIER_ID) if hasattr(response, "request") else None

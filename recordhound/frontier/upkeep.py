@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from scrapy import Request
-from twisted.internet import reactor, task
+from twisted.internet import task
 
 from recordhound import failpoints
 from recordhound.exceptions import RecordhoundError
@@ -50,7 +49,6 @@ class Upkeep:
         self._clock = {"reclaim": 0.0, "extra_lease": 0.0, "progress": time.monotonic()}
         self._marks = {"connections": 0, "orphan_ticks": 0, "rechecked": 0}
         self._crawl = ""
-        self._scheduled: list[Request] = []  # children to look at once the engine scheduled them
 
     def start(self, crawl: str) -> None:
         s = self.s
@@ -84,17 +82,6 @@ class Upkeep:
 
     def written(self) -> None:
         self._counts = None
-
-    def after_scheduling(self, request: Request) -> None:
-        """Check ``request`` once the engine's current (synchronous) scheduling step is done."""
-        if not self._scheduled:
-            clock: Any = reactor
-            clock.callLater(0, self._check_scheduled)
-        self._scheduled.append(request)
-
-    def _check_scheduled(self) -> None:
-        requests, self._scheduled = self._scheduled, []
-        self.s.settle_if_dropped(requests)
 
     def counts(self) -> Counts | None:
         now = time.monotonic()

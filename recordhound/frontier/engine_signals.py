@@ -1,0 +1,90 @@
+"""What Scrapy's signals tell the frontier about each request it handed out: a response arrived
+(its politeness slot is free, a recheck's validators are read), it left the downloader, the engine
+dropped it or one of its children, its items settled."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, Spider, signals
+from twisted.internet import reactor
+
+from recordhound.frontier import recrawl
+from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from recordhound.frontier.scheduler import FrontierScheduler
+
+
+class EngineSignals:
+    def __init__(self, scheduler: FrontierScheduler) -> None:
+        self.s = scheduler
+        self._to_look: list[Request] = []  # children to look at once the engine scheduled them
+
+    def connect(self, crawler: Crawler) -> None:
+        for handler, signal in ((self._response_received, signals.response_received),
+                                (self._item_settled, signals.item_scraped),
+                                (self._item_settled, signals.item_dropped),
+                                (self._item_error, signals.item_error),
+                                (self._left_downloader, signals.request_left_downloader),
+                                (self._scheduled, signals.request_scheduled),
+                                (self._dropped, signals.request_dropped)):
+            crawler.signals.connect(handler, signal=signal)
+
+    def _response_received(self, response: Any, request: Request) -> None:
+        frontier_id = request.meta.get(FRONTIER_ID)
+        if frontier_id is not None:
+            self.s.outcomes.response_received(frontier_id)
+            held = self.s.book.get(frontier_id)
+            if self.s.policy.recrawl.active and held is not None and frontier_id in self.s.outcomes:
+                held.seen = recrawl.Seen.of(response)
+        if self.s.gate is not None:
+            self.s.gate.feedback(request, response.status)
+            self.s.gate.free(request)  # also when a middleware (cassette, HTTP cache) answered it
+
+    def _left_downloader(self, request: Request, spider: Spider) -> None:
+        if self.s.gate is not None:
+            self.s.gate.free(request)
+
+    def _scheduled(self, request: Request, spider: Spider) -> None:
+        """A child is about to be scheduled; a ``request_scheduled`` handler may still refuse it
+        (Scrapy's off-site filter does), and then ``enqueue_request`` never sees it: look once the
+        engine's synchronous scheduling step is over."""
+        if PARENT_ID in request.meta:
+            if not self._to_look:
+                clock: Any = reactor
+                clock.callLater(0, self._look)
+            self._to_look.append(request)
+
+    def _look(self) -> None:
+        requests, self._to_look = self._to_look, []
+        self.settle_if_dropped(requests)
+
+    def settle_if_dropped(self, requests: list[Request]) -> None:
+        """Children the engine dropped before ``enqueue_request`` settle their parent's count,
+        as a duplicate does (``enqueue_request`` takes PARENT_ID out of the ones it saw)."""
+        for request in requests:
+            child_of = request.meta.pop(PARENT_ID, None)
+            if child_of is not None:
+                self.s.inc("dropped_children")
+                self.s.outcomes.child_enqueued(child_of)
+
+    def _dropped(self, request: Request, spider: Spider) -> None:
+        if self.s.gate is not None:
+            self.s.gate.free(request)
+        self.settle_if_dropped([request])
+
+    def _item_settled(self, item: Any, response: Any, **kwargs: Any) -> None:
+        if (frontier_id := _frontier_id(response)) is not None:
+            self.s.outcomes.item_settled(frontier_id)
+
+    def _item_error(self, item: Any, response: Any, failure: Any, **kwargs: Any) -> None:
+        if (frontier_id := _frontier_id(response)) is not None:
+            self.s.outcomes.item_settled(frontier_id, f"item pipeline error: {failure.getErrorMessage()}")
+
+
+def _frontier_id(response: Any) -> int | None:
+    """The frontier id behind an item signal's ``response`` (a Failure for errback items)."""
+    return getattr(response, "meta", {}).get(FRONTIER_ID) if hasattr(response, "request") else None
