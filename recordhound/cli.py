@@ -154,6 +154,8 @@ def frontier_status(crawl: str | None, as_json: bool) -> None:
                        f"heartbeat {info['heartbeat_age_seconds']} s ago")
         if report["waiting_for_retry"]:
             click.echo(f"  waiting for a retry: {report['waiting_for_retry']} (of the queued)")
+        if report["due"]:
+            click.echo(f"  rechecks due now: {report['due']} (fetched by the next node that runs)")
         if report["scheduled"]:
             click.echo(f"  scheduled for a recheck: {report['scheduled']} ({report['due_within_hour']} "
                        f"due in the next hour)")
