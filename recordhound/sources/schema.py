@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlparse
 
+import re
 from decimal import Decimal, InvalidOperation
 
 from jmespath.exceptions import JMESPathError
@@ -33,16 +34,23 @@ from recordhound.sources.profile import (
     PriceSpec,
     Profile,
     HealthSpec,
+    OFFER_FIELDS,
+    OffersSpec,
     PolitenessSpec,
+    RobotsSpec,
+    SitemapSpec,
     RecrawlSpec,
     RenderSpec,
     RetrySpec,
     SelectorSpec,
 )
 from recordhound.sources.structured import compiled
+from recordhound.sources.title_rules import TitleRule, compile_rule
 
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
-            "render", "structured", "retry", "politeness", "health", "recrawl"}
+            "render", "structured", "retry", "politeness", "health", "recrawl", "offers", "title_rules",
+            "sitemap", "robots", "platform"}
+PLATFORMS = ("shopify",)
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
 _CSS = HTMLTranslator()
@@ -126,13 +134,16 @@ def build_profile(path: str, document: Any) -> Profile:
     if structured is not None and structured not in schema_org.STANDARDS:
         raise root.fail(f"unknown structured data standard {structured!r}; expected one of "
                         f"{list(schema_org.STANDARDS)}", "structured")
+    platform = root.child("platform").string(required=False)
+    if platform is not None and platform not in PLATFORMS:
+        raise root.fail(f"unknown platform {platform!r}; expected one of {list(PLATFORMS)}", "platform")
     return Profile(
         name=root.child("name").string() or "",
         path=path,
         kind=kind,
         base_url=base_url,
         start_urls=root.child("start_urls").strings(),
-        links=MappingProxyType(_links(root.child("links"))),
+        links=MappingProxyType(_links(root.child("links"), required=platform is None)),
         fields=MappingProxyType(_fields(root.child("fields"), structured)),
         price=_price(root.child("price")),
         allowed_domains=_domains(root.child("allowed_domains")),
@@ -143,7 +154,75 @@ def build_profile(path: str, document: Any) -> Profile:
         politeness=_politeness(root.child("politeness")),
         health=_health(root.child("health")),
         recrawl=_recrawl(root.child("recrawl")),
+        offers=_offers(root.child("offers")),
+        title_rules=_title_rules(root.child("title_rules")),
+        sitemap=_sitemap(root.child("sitemap")),
+        robots=_robots(root.child("robots")),
+        platform=platform,
     )
+
+
+def _offers(doc: _Doc) -> OffersSpec | None:
+    """``offers: {each: "ul.formats li", fields: {format: ".format::text", price: ".price::text"}}``"""
+    if doc.value is None:
+        return None
+    doc.mapping({"each", "fields"})
+    each = _selectors(doc.child("each"))[0]
+    fields = doc.child("fields")
+    fields.mapping(set(OFFER_FIELDS))
+    specs = {name: _selectors(fields.child(name)) for name in fields.value}
+    if not specs:
+        raise fields.fail(f"name at least one offer field ({', '.join(OFFER_FIELDS)})")
+    return OffersSpec(each, MappingProxyType(specs))
+
+
+def _title_rules(doc: _Doc) -> tuple[TitleRule, ...]:
+    """``title_rules: [catno_slashes_artist_title, "(?P<artists>.+?) - (?P<title>.+)"]``"""
+    if doc.value is None:
+        return ()
+    rules = []
+    for index, spec in enumerate(doc.strings()):
+        try:
+            rules.append(compile_rule(spec))
+        except ValueError as exc:
+            raise doc.fail(str(exc), f"{doc.key}[{index}]") from exc
+    return tuple(rules)
+
+
+def _sitemap(doc: _Doc) -> SitemapSpec | None:
+    """``sitemap: true`` (robots.txt's Sitemap: lines), a URL, or {urls, follow, deny, only}."""
+    if doc.value is None or doc.value is False:
+        return None
+    if doc.value is True:
+        return SitemapSpec()
+    if isinstance(doc.value, str | list):
+        return SitemapSpec(doc.strings())
+    doc.mapping({"urls", "follow", "deny", "only"})
+    patterns = {}
+    for key in ("follow", "deny"):
+        child = doc.child(key)
+        found = () if child.value is None else child.strings()
+        for pattern in found:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise child.fail(f"not a regular expression {pattern!r}: {exc}") from exc
+        patterns[key] = found
+    urls = doc.child("urls")
+    return SitemapSpec(() if urls.value is None else urls.strings(), patterns["follow"], patterns["deny"],
+                       doc.child("only").boolean(False))
+
+
+def _robots(doc: _Doc) -> RobotsSpec:
+    """``robots: {obey: false, reason: "crawled with the shop's written permission"}``"""
+    if doc.value is None:
+        return RobotsSpec()
+    doc.mapping({"obey", "reason"})
+    obey = doc.child("obey").boolean(True)
+    reason = doc.child("reason").string(required=False) or ""
+    if not obey and not reason.strip():
+        raise doc.fail("robots.txt may be ignored only with a stated reason (robots.reason)", f"{doc.key}.reason")
+    return RobotsSpec(obey, reason)
 
 
 def _recrawl(doc: _Doc) -> RecrawlSpec:
@@ -288,7 +367,9 @@ def _checked(doc: _Doc, kind: str, query: str) -> SelectorSpec:
     return SelectorSpec(kind, query)
 
 
-def _links(doc: _Doc) -> dict[str, LinkSpec]:
+def _links(doc: _Doc, required: bool = True) -> dict[str, LinkSpec]:
+    if doc.value is None and not required:
+        return {}
     doc.mapping(set(LINK_KINDS))
     if doc.value.get("product") is None:
         raise doc.fail("needs a 'product' link kind (which links lead to product pages)")
