@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from recordhound.items import RawOffer
+from recordhound.music import format_name
 from recordhound.sources.structured import strings, types
 
 GTIN_KEYS = ("gtin13", "gtin", "gtin12", "gtin14", "gtin8", "isbn")
@@ -66,8 +67,8 @@ def _offer(offer: Node, parent: Node, several: bool = True) -> RawOffer:
     name = first(offer, "name") if several else None
     return RawOffer(
         external_id=first(offer, "sku", "@id") or first(own, "sku", "@id") or first(parent, "sku", "@id"),
-        format=(first(own, "name", "musicReleaseFormat") or name or first(parent, "name")
-                or first(parent, "musicReleaseFormat")),
+        format=_format([first(own, "name"), first(own, "musicReleaseFormat"), name, first(parent, "name"),
+                        first(parent, "musicReleaseFormat")]),
         condition=first(offer, "itemCondition") or first(own, "itemCondition") or first(parent, "itemCondition"),
         media_grade=_property(offer, "media", "mediaCondition") or _property(own, "media", "mediaCondition"),
         sleeve_grade=_property(offer, "sleeve", "sleeveCondition") or _property(own, "sleeve", "sleeveCondition"),
@@ -78,6 +79,12 @@ def _offer(offer: Node, parent: Node, several: bool = True) -> RawOffer:
         url=first(offer, "url") if offer.get("url") != parent.get("url") else None,
         machine_price=True,
     )
+
+
+def _format(candidates: list[str | None]) -> str | None:
+    """The first candidate that names a format ("12\" Vinyl", VinylFormat); a release's own title
+    ("Common Assault EP") is not one."""
+    return next((c for c in candidates if c and format_name(c)), None)
 
 
 def _spec(offer: Node) -> Node:
