@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from recordhound.exceptions import FieldError
 from decimal import Decimal
+from urllib.parse import urljoin
 
 from recordhound import music
 from recordhound.items import FieldProblem, Offer, RawRelease, Release
@@ -81,7 +82,7 @@ def _offers(raw: RawRelease, profile: Profile, release: Release, problem: Callab
         if found.availability and state is None:
             problem("availability", f"cannot tell stock from {found.availability!r}")
         offers.append(Offer(
-            offer_id, raw.url if not found.url else found.url, fmt, cond or ("used" if any(grades) else None),
+            offer_id, urljoin(raw.url, found.url) if found.url else raw.url, fmt, cond or ("used" if any(grades) else None),
             grades[0], grades[1], money[0], money[1], state, _barcode(found.barcode, problem)))
     return list({o.external_id: o for o in offers}.values())
 
@@ -110,7 +111,7 @@ def _barcode(text: str | None, problem: Callable[[str, str], None]) -> str | Non
 
 
 def _price(raw: RawRelease, profile: Profile, release: Release, problem: Callable[[str, str], None]) -> None:
-    if profile.field("price") is None:
+    if profile.field("price") is None or (raw.offers and not raw.price):  # each offer has its own price
         return
     try:
         money = parse_price(

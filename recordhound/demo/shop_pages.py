@@ -82,7 +82,7 @@ def _shopify_product(release: ShopRelease) -> str:
     data = {"@context": "https://schema.org", "@type": "Product", "name": shopify_title(release),
             "brand": {"@type": "Brand", "name": release.label}, "url": url,
             "offers": [_offer_ld(o, CURRENCY["shopify"], f"{url}?variant={o.sku}", sku=o.sku, name=o.label,
-                                 gtin13=o.barcode) for o in release.offers]}
+                                 gtin13=o.barcode, itemCondition=SCHEMA + "NewCondition") for o in release.offers]}
     options = "".join(f'<option value="{escape(o.sku)}">{escape(o.label)} - €{o.price()}</option>'
                       for o in release.offers)
     return (f'{ld(data)}\n<main><h1 class="product__title">{escape(shopify_title(release))}</h1>'
@@ -130,14 +130,16 @@ def _woo_product(release: ShopRelease) -> str:
     name = f"{release.artist} – {release.title}"
     data = {"@context": "https://schema.org/", "@type": "Product", "@id": f"{release.path}#product", "name": name,
             "url": release.path, "sku": offer.sku,
-            "offers": [_offer_ld(offer, CURRENCY["woo"], release.path, priceSpecification={
+            "offers": [_offer_ld(offer, CURRENCY["woo"], release.path, itemCondition=SCHEMA + "NewCondition",
+                                 priceSpecification={
                 "price": str(offer.price()), "priceCurrency": CURRENCY["woo"], "valueAddedTaxIncluded": "true"})]}
     rows = [("Artist", release.artist), ("Label", release.label), ("Cat. No.", release.catno),
-            ("Format", offer.label), ("Year", str(release.year)), ("Genre", ", ".join(release.styles)),
-            ("EAN", offer.barcode or "")]
+            ("Format", offer.label), ("Year", str(release.year)), ("EAN", offer.barcode or "")]
+    genres = ", ".join(f'<a href="/woo/genre/{escape(g.lower())}/" rel="tag">{escape(g)}</a>' for g in release.styles)
+    cells = [(escape(k), escape(v)) for k, v in rows] + [("Genre", genres)]
     table = "".join(f'<tr class="woocommerce-product-attributes-item"><th class="woocommerce-product-attributes-item__label">'
-                    f'{escape(k)}</th><td class="woocommerce-product-attributes-item__value"><p>{escape(v)}</p></td></tr>'
-                    for k, v in rows)
+                    f'{k}</th><td class="woocommerce-product-attributes-item__value"><p>{v}</p></td></tr>'
+                    for k, v in cells)
     return (f'{ld(data)}\n<div class="product"><h1 class="product_title entry-title">{escape(name)}</h1>'
             f'<p class="price"><span class="woocommerce-Price-amount amount">{offer.price()}&nbsp;€</span></p>'
             f'<table class="woocommerce-product-attributes shop_attributes">{table}</table></div>')
@@ -165,7 +167,8 @@ def _bandcamp_album(release: ShopRelease) -> str:
     albums = [{"@type": ["MusicRelease", "Product"], "@id": f"{release.path}#{o.sku}", "name": o.label,
                "musicReleaseFormat": formats.get(o.format, "VinylFormat"),
                **({"gtin13": o.barcode} if o.barcode else {}),
-               "offers": _offer_ld(o, CURRENCY["bandcamp"], release.path, sku=o.sku)} for o in release.offers]
+               "offers": _offer_ld(o, CURRENCY["bandcamp"], release.path, sku=o.sku,
+                                   itemCondition=SCHEMA + "NewCondition")} for o in release.offers]
     data = {"@context": "https://schema.org", "@type": "MusicAlbum", "@id": release.path,
             "name": bandcamp_title(release), "byArtist": {"@type": "MusicGroup", "name": release.artist},
             "publisher": {"@type": "MusicGroup", "name": release.label}, "datePublished": f"01 Jan {release.year} 00:00:00 GMT",

@@ -106,7 +106,7 @@ def _shopify(product: Product, rng: random.Random, index: int) -> list[ShopOffer
     formats = [("LP", "LP"), ("CD", "CD")] + ([("Cassette", "Cassette")] if index % 3 == 0 else [])
     if index % 4 == 1:
         formats[0] = ("2xLP", "2xLP")
-    return [ShopOffer(f"{product.catno}-{code}", fmt, _cents(rng, 20, 70), _availability(rng),
+    return [ShopOffer(f"{product.catno}-{code}", fmt, _cents(rng, 20, 70), rng.choice(("in_stock", "in_stock", "sold_out")),
                       ean13(880_000_000_000 + product.release * 10 + n), label=code)
             for n, (code, fmt) in enumerate(formats)]
 

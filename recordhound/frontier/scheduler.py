@@ -32,6 +32,7 @@ from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive
 from recordhound.frontier.outcomes import Outcomes
+from recordhound.robots import robots_limits
 from recordhound.frontier.politeness import (
     FULL, SLOT_WAIT_SECONDS, HostLimiter, Limits, make_limiter, politeness_limits)
 from recordhound.frontier import recrawl
@@ -143,6 +144,7 @@ class FrontierScheduler:
         self.backend.open()
         self._begin(crawl)
         self.backend.limit_wait(self.config.call_timeout_seconds)  # from here on, calls on the reactor
+        self.limits = robots_limits(self.limits, self.spider, self.crawler.settings)  # robots.txt's Crawl-delay
         if self.limits.active:
             self.limiter = make_limiter(self.config, self.crawler.settings)
             self.limiter.forget_node(self.node)  # slots a killed process of this node id left behind

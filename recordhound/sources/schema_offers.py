@@ -42,7 +42,8 @@ def offers_of(node: Node) -> list[RawOffer]:
     if variants:
         return [offer for variant in variants for offer in _variant_offers(variant)]
     offers = _plain_offers(node.get("offers"))
-    return [_offer(o, node) for o in offers] if len(offers) > 1 else []
+    copies = any("AggregateOffer" in types(o) for o in listed(node.get("offers")))  # a list of copies, even of one
+    return [_offer(o, node) for o in offers] if len(offers) > 1 or (copies and offers) else []
 
 
 def _plain_offers(value: Any) -> list[Node]:
@@ -58,17 +59,20 @@ def _plain_offers(value: Any) -> list[Node]:
 
 def _variant_offers(variant: Node) -> list[RawOffer]:
     offers = _plain_offers(variant.get("offers"))
-    return [_offer(offer, variant, len(offers) > 1) for offer in offers]
+    return [_offer(offer, variant, len(offers) > 1, variant=True) for offer in offers]
 
 
-def _offer(offer: Node, parent: Node, several: bool = True) -> RawOffer:
+def _offer(offer: Node, parent: Node, several: bool = True, variant: bool = False) -> RawOffer:
+    """``parent``: a release / variant (its name may be the format: '12" Vinyl') or the product
+    (its name is the title, its ``musicReleaseFormat`` the format)."""
     item = listed(offer.get("itemOffered"))
     own = item[0] if item else {}
     name = first(offer, "name") if several else None
     return RawOffer(
         external_id=first(offer, "sku", "@id") or first(own, "sku", "@id") or first(parent, "sku", "@id"),
-        format=_format([first(own, "name"), first(own, "musicReleaseFormat"), name, first(parent, "name"),
-                        first(parent, "musicReleaseFormat")]),
+        format=_format([first(own, "name"), first(own, "musicReleaseFormat"), name,
+                        *([first(parent, "name"), first(parent, "musicReleaseFormat")] if variant else
+                          [first(parent, "musicReleaseFormat")])]),
         condition=first(offer, "itemCondition") or first(own, "itemCondition") or first(parent, "itemCondition"),
         media_grade=_property(offer, "media", "mediaCondition") or _property(own, "media", "mediaCondition"),
         sleeve_grade=_property(offer, "sleeve", "sleeveCondition") or _property(own, "sleeve", "sleeveCondition"),

@@ -25,6 +25,8 @@ PATHS: dict[str, tuple[str, ...]] = {
     "in_stock": (_OFFER.format("availability"),),
     "barcode": ("gtin13 || gtin || gtin12 || gtin14 || gtin8", _OFFER.format("gtin13"),
                 "albumRelease[0].gtin13 || hasVariant[0].gtin13"),
+    "format": ("musicReleaseFormat", "releaseOf.musicReleaseFormat"),
+    "condition": (_OFFER.format("itemCondition"), "itemCondition"),
 }
 _META = 'meta[property="{0}"]::attr(content), meta[name="{0}"]::attr(content)'
 # Open Graph / product meta tags and itemprops outside a complete item: after JSON-LD and microdata.
