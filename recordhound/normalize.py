@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 from recordhound.exceptions import FieldError
 from decimal import Decimal
-from urllib.parse import urljoin
 
 from recordhound import music
 from recordhound.items import FieldProblem, Offer, RawRelease, Release
@@ -82,7 +81,7 @@ def _offers(raw: RawRelease, profile: Profile, release: Release, problem: Callab
         if found.availability and state is None:
             problem("availability", f"cannot tell stock from {found.availability!r}")
         offers.append(Offer(
-            offer_id, urljoin(raw.url, found.url) if found.url else raw.url, fmt, cond or ("used" if any(grades) else None),
+            offer_id, raw.url, fmt, cond or ("used" if any(grades) else None),  # url: the page (304s touch all)
             grades[0], grades[1], money[0], money[1], state, _barcode(found.barcode, problem)))
     return list({o.external_id: o for o in offers}.values())
 

@@ -23,7 +23,7 @@ NEXT_WORDS = ("next", "next page", "weiter", "nachste", "nachste seite", "mehr",
               "siguiente", "volgende", "avanti", "successiva", "nasta", "neste", "seuraava", "dalej", "dalsi",
               "proxima", "proximo", "sledujushhaja", "следующая", "далее", "次へ", "下一页", "›", "»", ">", "→", ">>")
 PAGE_PARAMETERS = ("page", "p", "pg", "offset", "start", "seite", "pagina")
-PATH_PAGE = re.compile(r"(?:^|/)(page[/-]|seite[/-]|p/)(\d+)(?:/|\.html?)?$")
+PATH_PAGE = re.compile(r"(?:^|/)(page[/-]|seite[/-])(\d+)(?:/|\.html?)?$")
 # a spec table's row heading → field, in a few languages (folded)
 SPEC_ROWS: dict[str, tuple[str, ...]] = {
     "artists": ("artist", "artists", "artist s", "kunstler", "interpret", "artiste"),
