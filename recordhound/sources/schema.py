@@ -9,17 +9,12 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlparse
-
-import re
 from decimal import Decimal, InvalidOperation
 
-from jmespath.exceptions import JMESPathError
-from lxml import etree
-from parsel.csstranslator import HTMLTranslator
 
-from recordhound.exceptions import ProfileError
 from recordhound.prices import DECIMAL_SEPARATORS, THOUSANDS_SEPARATORS, PriceRule
-from recordhound.sources import schema_org
+from recordhound.sources import schema_org, schema_shops
+from recordhound.sources.schema_doc import Doc as _Doc, checked as _checked, selectors as _selectors
 from recordhound.sources.profile import (
     FIELD_NAMES,
     FILE_KINDS,
@@ -30,22 +25,15 @@ from recordhound.sources.profile import (
     LinkSpec,
     RENDER_KINDS,
     SELECTOR_KINDS,
-    STRUCTURED_KINDS,
     PriceSpec,
     Profile,
     HealthSpec,
-    OFFER_FIELDS,
-    OffersSpec,
     PolitenessSpec,
-    RobotsSpec,
-    SitemapSpec,
     RecrawlSpec,
     RenderSpec,
     RetrySpec,
     SelectorSpec,
 )
-from recordhound.sources.structured import compiled
-from recordhound.sources.title_rules import TitleRule, compile_rule
 
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
             "render", "structured", "retry", "politeness", "health", "recrawl", "offers", "title_rules",
@@ -53,71 +41,6 @@ TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price"
 PLATFORMS = ("shopify",)
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
-_CSS = HTMLTranslator()
-
-
-class _Doc:
-    """A mapping being validated, with the file and dotted key it came from."""
-
-    def __init__(self, path: str, key: str, value: Any) -> None:
-        self.path, self.key, self.value = path, key, value
-
-    def fail(self, problem: str, key: str | None = None) -> ProfileError:
-        return ProfileError(self.path, key or self.key or "(top level)", problem)
-
-    def child(self, name: str) -> _Doc:
-        return _Doc(self.path, f"{self.key}.{name}" if self.key else name, self.value.get(name))
-
-    def mapping(self, allowed: set[str] | None = None) -> dict[str, Any]:
-        if not isinstance(self.value, dict):
-            raise self.fail(f"expected a mapping, got {type(self.value).__name__}")
-        unknown = sorted(set(map(str, self.value)) - allowed) if allowed is not None else []
-        if unknown:
-            raise self.fail(f"unknown key {unknown[0]!r}; expected one of {sorted(allowed or ())}",
-                            f"{self.key}.{unknown[0]}" if self.key else unknown[0])
-        return self.value
-
-    def string(self, *, required: bool = True) -> str | None:
-        if self.value is None and not required:
-            return None
-        if not isinstance(self.value, str) or not self.value.strip():
-            raise self.fail(f"expected a non-empty string, got {self.value!r}")
-        return self.value
-
-    def strings(self) -> tuple[str, ...]:
-        items = [self.value] if isinstance(self.value, str) else self.value
-        if not isinstance(items, list) or not items or not all(isinstance(i, str) and i for i in items):
-            raise self.fail(f"expected a string or a non-empty list of strings, got {self.value!r}")
-        return tuple(items)
-
-    def integer(self, default: int) -> int:
-        if self.value is None:
-            return default
-        if isinstance(self.value, bool) or not isinstance(self.value, int):
-            raise self.fail(f"expected a whole number, got {self.value!r}")
-        return self.value
-
-    def seconds(self) -> float | None:
-        """A number above 0 (seconds, or a rate), or None when absent."""
-        if self.value is None:
-            return None
-        if isinstance(self.value, bool) or not isinstance(self.value, int | float) or self.value <= 0:
-            raise self.fail(f"expected a number above 0, got {self.value!r}")
-        return float(self.value)
-
-    def positive_integer(self) -> int | None:
-        if self.value is None:
-            return None
-        if isinstance(self.value, bool) or not isinstance(self.value, int) or self.value < 1:
-            raise self.fail(f"expected a whole number of 1 or more, got {self.value!r}")
-        return self.value
-
-    def boolean(self, default: bool) -> bool:
-        if self.value is None:
-            return default
-        if not isinstance(self.value, bool):
-            raise self.fail(f"expected true or false, got {self.value!r}")
-        return self.value
 
 
 def build_profile(path: str, document: Any) -> Profile:
@@ -154,75 +77,12 @@ def build_profile(path: str, document: Any) -> Profile:
         politeness=_politeness(root.child("politeness")),
         health=_health(root.child("health")),
         recrawl=_recrawl(root.child("recrawl")),
-        offers=_offers(root.child("offers")),
-        title_rules=_title_rules(root.child("title_rules")),
-        sitemap=_sitemap(root.child("sitemap")),
-        robots=_robots(root.child("robots")),
+        offers=schema_shops.offers(root.child("offers")),
+        title_rules=schema_shops.title_rules(root.child("title_rules")),
+        sitemap=schema_shops.sitemap(root.child("sitemap")),
+        robots=schema_shops.robots(root.child("robots")),
         platform=platform,
     )
-
-
-def _offers(doc: _Doc) -> OffersSpec | None:
-    """``offers: {each: "ul.formats li", fields: {format: ".format::text", price: ".price::text"}}``"""
-    if doc.value is None:
-        return None
-    doc.mapping({"each", "fields"})
-    each = _selectors(doc.child("each"))[0]
-    fields = doc.child("fields")
-    fields.mapping(set(OFFER_FIELDS))
-    specs = {name: _selectors(fields.child(name)) for name in fields.value}
-    if not specs:
-        raise fields.fail(f"name at least one offer field ({', '.join(OFFER_FIELDS)})")
-    return OffersSpec(each, MappingProxyType(specs))
-
-
-def _title_rules(doc: _Doc) -> tuple[TitleRule, ...]:
-    """``title_rules: [catno_slashes_artist_title, "(?P<artists>.+?) - (?P<title>.+)"]``"""
-    if doc.value is None:
-        return ()
-    rules = []
-    for index, spec in enumerate(doc.strings()):
-        try:
-            rules.append(compile_rule(spec))
-        except ValueError as exc:
-            raise doc.fail(str(exc), f"{doc.key}[{index}]") from exc
-    return tuple(rules)
-
-
-def _sitemap(doc: _Doc) -> SitemapSpec | None:
-    """``sitemap: true`` (robots.txt's Sitemap: lines), a URL, or {urls, follow, deny, only}."""
-    if doc.value is None or doc.value is False:
-        return None
-    if doc.value is True:
-        return SitemapSpec()
-    if isinstance(doc.value, str | list):
-        return SitemapSpec(doc.strings())
-    doc.mapping({"urls", "follow", "deny", "only"})
-    patterns = {}
-    for key in ("follow", "deny"):
-        child = doc.child(key)
-        found = () if child.value is None else child.strings()
-        for pattern in found:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise child.fail(f"not a regular expression {pattern!r}: {exc}") from exc
-        patterns[key] = found
-    urls = doc.child("urls")
-    return SitemapSpec(() if urls.value is None else urls.strings(), patterns["follow"], patterns["deny"],
-                       doc.child("only").boolean(False))
-
-
-def _robots(doc: _Doc) -> RobotsSpec:
-    """``robots: {obey: false, reason: "crawled with the shop's written permission"}``"""
-    if doc.value is None:
-        return RobotsSpec()
-    doc.mapping({"obey", "reason"})
-    obey = doc.child("obey").boolean(True)
-    reason = doc.child("reason").string(required=False) or ""
-    if not obey and not reason.strip():
-        raise doc.fail("robots.txt may be ignored only with a stated reason (robots.reason)", f"{doc.key}.reason")
-    return RobotsSpec(obey, reason)
 
 
 def _recrawl(doc: _Doc) -> RecrawlSpec:
@@ -337,34 +197,6 @@ def _base_url(doc: _Doc) -> str:
 
 def _domains(doc: _Doc) -> tuple[str, ...]:
     return () if doc.value is None else doc.strings()
-
-
-def _selectors(doc: _Doc, kinds: tuple[str, ...] = ("css", "xpath")) -> tuple[SelectorSpec, ...]:
-    """``"css"`` shorthand, or a mapping of selector kinds (each a string or a list), tried in
-    the order written: e.g. ``{jsonld: "offers.price", css: ".price::text"}``."""
-    if isinstance(doc.value, str):
-        return (_checked(doc, "css", doc.value),)
-    spec = doc.mapping({*kinds, "priority", "required", "split"})
-    found: list[SelectorSpec] = []
-    for kind in (k for k in spec if k in kinds and spec[k] is not None):
-        found += [_checked(doc.child(kind), kind, q) for q in doc.child(kind).strings()]
-    if not found:
-        raise doc.fail(f"needs a selector: one of the keys {list(kinds)}")
-    return tuple(found)
-
-
-def _checked(doc: _Doc, kind: str, query: str) -> SelectorSpec:
-    try:
-        if kind == "css":
-            _CSS.css_to_xpath(query)
-        elif kind == "xpath":
-            etree.XPath(query)
-        else:
-            compiled(query)
-    except (JMESPathError, Exception) as exc:  # cssselect, lxml and jmespath raise unrelated types
-        what = "JMESPath" if kind in STRUCTURED_KINDS else "selector"
-        raise doc.fail(f"invalid {kind} {what} {query!r}: {str(exc).splitlines()[0].removesuffix(', for expression:')}") from exc
-    return SelectorSpec(kind, query)
 
 
 def _links(doc: _Doc, required: bool = True) -> dict[str, LinkSpec]:
