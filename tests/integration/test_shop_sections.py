@@ -63,3 +63,20 @@ def test_drafted_profile_crawls_the_section_to_its_truth(shop: ShopProcess, tmp_
     if section == "market":  # linked from the first listing page, disallowed by robots.txt
         assert shop.hits().get(RESERVED, 0) == before == 0
         assert result.stats.get("recordhound/robots/forbidden") == 1, result.stats
+
+
+def test_a_profile_that_ignores_robots_txt_says_why_and_the_reason_is_logged(shop: ShopProcess, tmp_path: Path) -> None:
+    truth: dict[str, Any] = shop.truth()["sections"]["market"]
+    drafted = tmp_path / "drafted.yaml"
+    done = _recordhound(tmp_path, "profile", "draft", shop.url.rstrip("/") + truth["first_listing"],
+                        "--name", "permitted", "-o", str(drafted))
+    assert done.returncode == 0, done.stderr[-3000:]
+    document = yaml.safe_load(drafted.read_text())
+    reason = "crawled with the shop's written permission"
+    document["robots"] = {"obey": False, "reason": reason}
+    drafted.write_text(yaml.safe_dump(document))
+    before = shop.hits().get(RESERVED, 0)
+    result = run_crawl(tmp_path, f"sqlite:///{tmp_path / 'p.sqlite3'}", "-a", f"source={drafted}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert shop.hits().get(RESERVED, 0) == before + 1  # the page robots.txt disallows was fetched
+    assert f"Not obeying robots.txt of {shop.url}" in result.stderr and reason in result.stderr
