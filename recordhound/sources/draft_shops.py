@@ -34,6 +34,7 @@ SPEC_ROWS: dict[str, tuple[str, ...]] = {
     "styles": ("genre", "genres", "style", "styles", "stil"),
     "format": ("format", "medium", "media"),
     "barcode": ("ean", "barcode", "upc", "gtin", "ean upc"),
+    "country": ("country", "land", "pays", "pais", "herkunftsland"),
 }
 TITLE_RULE_ORDER = ("catno_slashes_artist_title", "artist_title_catno", "catno_artist_title", "artist_title")
 

@@ -14,10 +14,10 @@ FILE_KINDS = ("csv", "xlsx", "json")
 RENDER_KINDS = ("start", *LINK_KINDS)  # "start": the start_urls
 FIELD_NAMES = (
     "external_id", "title", "artists", "label", "catalog_number",
-    "year", "styles", "price", "currency", "in_stock", "barcode", "format", "condition",
+    "year", "styles", "price", "currency", "in_stock", "barcode", "format", "condition", "country",
 )
 REQUIRED_FIELDS = ("title", "artists")
-IDENTIFIERS = ("barcode", "format", "condition")  # a shop may never print them: not a broken selector
+IDENTIFIERS = ("barcode", "format", "condition", "country")  # a shop may never print them: not a broken selector
 MANY_FIELDS = ("artists", "styles")
 OFFER_FIELDS = ("external_id", "format", "condition", "media_grade", "sleeve_grade", "price", "currency",
                 "availability", "barcode", "url")

@@ -27,6 +27,7 @@ PATHS: dict[str, tuple[str, ...]] = {
                 "albumRelease[0].gtin13 || hasVariant[0].gtin13"),
     "format": ("musicReleaseFormat", "releaseOf.musicReleaseFormat"),
     "condition": (_OFFER.format("itemCondition"), "itemCondition"),
+    "country": ("countryOfOrigin", "releaseOf.countryOfOrigin"),
 }
 _META = 'meta[property="{0}"]::attr(content), meta[name="{0}"]::attr(content)'
 # Open Graph / product meta tags and itemprops outside a complete item: after JSON-LD and microdata.

@@ -178,3 +178,13 @@ def test_bad_title_rules_are_profile_errors(tmp_path: Path, rules: list[str], pr
 ])
 def test_format_names(text: str, expected: str | None) -> None:
     assert music.format_name(text) == expected
+
+
+def test_country_and_barcode_of_a_release(tmp_path: Path) -> None:
+    ld = {"@context": "https://schema.org", "@type": ["Product", "MusicRelease"], "name": "Tago Mago",
+          "byArtist": "Can", "countryOfOrigin": "Germany", "gtin13": "0724384960650",
+          "offers": {"@type": "Offer", "price": "29.99", "priceCurrency": "EUR"}}
+    profile = _profile(tmp_path, structured="schema.org")
+    release = normalize_release(extract_release(_page(ld), profile), profile).release
+    assert release is not None and (release.country, release.barcode) == ("Germany", "0724384960650")
+    assert [o.barcode for o in release.all_offers()] == ["0724384960650"]
