@@ -48,9 +48,10 @@ def main(debug: bool) -> None:
               help="the price epoch advances this often (0: never)")
 @click.option("--last-epoch", default=1_000_000, type=click.IntRange(0), help="...up to this epoch")
 @click.option("--offsite-links", is_flag=True, help="each listing page also links to another site")
+@click.option("--crawl-delay", default=0.0, type=click.FloatRange(0), help="robots.txt's Crawl-delay (0: none)")
 def demo_shop(host: str, port: int, releases: int, seed: int, epoch: int, export_dir: str | None,
               rate: float, latency: float, unavailable_every: int, unavailable_times: int,
-              epoch_seconds: float, last_epoch: int, offsite_links: bool) -> None:
+              epoch_seconds: float, last_epoch: int, offsite_links: bool, crawl_delay: float) -> None:
     """Serve the deterministic demo record shop (prints its base URL)."""
     from recordhound.demo.catalog import Catalog
     from recordhound.demo.process import READY_PREFIX
@@ -60,7 +61,7 @@ def demo_shop(host: str, port: int, releases: int, seed: int, epoch: int, export
     if export_dir:
         _export(catalog, export_dir)
         return
-    shop = DemoShop(catalog, Throttle(rate, latency, unavailable_every, unavailable_times),
+    shop = DemoShop(catalog, Throttle(rate, latency, unavailable_every, unavailable_times, crawl_delay=crawl_delay),
                     Epochs(epoch_seconds, max(last_epoch, epoch)), offsite_links)
 
     def ready(url: str) -> None:

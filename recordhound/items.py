@@ -23,6 +23,23 @@ class FieldProblem:
 
 
 @dataclass
+class RawOffer:
+    """One format / condition a product page sells, strings as the page had them."""
+
+    external_id: str | None = None  # the shop's own id for this variant
+    format: str | None = None
+    condition: str | None = None
+    media_grade: str | None = None
+    sleeve_grade: str | None = None
+    price: str | None = None
+    currency: str | None = None
+    availability: str | None = None
+    barcode: str | None = None
+    url: str | None = None  # when the variant has a page of its own
+    machine_price: bool = False  # the price is a machine-readable number (schema.org, meta content)
+
+
+@dataclass
 class RawRelease:
     source: str
     url: str
@@ -38,6 +55,31 @@ class RawRelease:
     in_stock: str | None = None
     line: int | None = None  # file sources: the 1-based line (data row) the item came from
     structured: list[str] = field(default_factory=list)  # fields read from the page's structured data
+    barcode: str | None = None
+    country: str | None = None
+    format: str | None = None
+    condition: str | None = None
+    offers: list[RawOffer] = field(default_factory=list)  # several formats / conditions on one page
+
+
+@dataclass
+class Offer:
+    """One offer of a release at a shop: a format in a condition, with its own price and stock."""
+
+    external_id: str
+    url: str
+    format: str | None = None
+    condition: str | None = None  # "new" | "used"
+    media_grade: str | None = None
+    sleeve_grade: str | None = None
+    price: Decimal | None = None
+    currency: str | None = None
+    availability: str | None = None  # "in_stock" | "sold_out" | "pre_order"
+    barcode: str | None = None
+
+    @property
+    def in_stock(self) -> bool | None:
+        return None if self.availability is None else self.availability == "in_stock"
 
 
 @dataclass
@@ -56,6 +98,24 @@ class Release:
     in_stock: bool | None = None
     problems: list[FieldProblem] = field(default_factory=list)
     line: int | None = None
+    barcode: str | None = None
+    country: str | None = None
+    availability: str | None = None
+    format: str | None = None
+    condition: str | None = None
+    offers: list[Offer] = field(default_factory=list)  # empty: the page is one offer (the fields above)
+
+    def all_offers(self) -> list[Offer]:
+        """The offers to store: the page's several offers, or the page itself as one."""
+        if self.offers:
+            return self.offers
+        availability = self.availability or (None if self.in_stock is None else
+                                             "in_stock" if self.in_stock else "sold_out")
+        return [Offer(self.external_id, self.url, self.format, self.condition, None, None, self.price,
+                      self.currency, availability, self.barcode)]
+
+    def release_barcode(self) -> str | None:
+        return self.barcode or next((o.barcode for o in self.offers if o.barcode), None)
 
 
 @dataclass

@@ -12,7 +12,7 @@ NEWSPIDER_MODULE = "recordhound.spiders"
 
 # --- Scrapy behaviour -------------------------------------------------------------
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-ROBOTSTXT_OBEY = False  # shops are crawled with permission; profiles set politeness
+ROBOTSTXT_OBEY = True  # Protego; a profile may say robots: {obey: false, reason: ...} (logged)
 CONCURRENT_REQUESTS = 32
 CONCURRENT_REQUESTS_PER_DOMAIN = 32
 # Scrapy starts this many asyncio tasks per response to process its output; product pages
@@ -31,6 +31,8 @@ USER_AGENT = "recordhound/0.1 (+catalog crawler)"
 
 SCHEDULER = "recordhound.frontier.scheduler.FrontierScheduler"
 DUPEFILTER_CLASS = "recordhound.frontier.dupefilter.FrontierDupeFilter"
+# a sitemap's lastmod is part of a product request's fingerprint (recordhound/fingerprint.py)
+REQUEST_FINGERPRINTER_CLASS = "recordhound.fingerprint.LastmodFingerprinter"
 SPIDER_MIDDLEWARES = {
     # closest to the engine: sees every callback's final output, acks when it is all stored
     "recordhound.frontier.middleware.FrontierMiddleware": 10,

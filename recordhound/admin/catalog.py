@@ -27,11 +27,12 @@ class ReadOnly(ModelView):
 class ReleaseAdmin(ReadOnly, model=Release):
     name, name_plural, icon = "Release", "Releases", "fa-solid fa-compact-disc"
     column_list = [Release.id, Release.title, Release.artists, Release.label, Release.catalog_number, Release.year]
-    column_searchable_list = [Release.title, Release.catalog_number]
+    column_searchable_list = [Release.title, Release.catalog_number, Release.barcode]
     column_sortable_list = [Release.id, Release.title, Release.catalog_number, Release.year]
     column_default_sort = [(Release.id, False)]
     column_details_list = [Release.id, Release.title, Release.artists, Release.label, Release.catalog_number,
-                           Release.year, Release.styles, Release.offers, Release.natural_key]
+                           Release.barcode, Release.year, Release.country, Release.styles, Release.offers,
+                           Release.natural_key]
 
 
 def _entity_admin(entity: Any, singular: str, plural: str, entity_icon: str) -> type[ModelView]:
@@ -54,13 +55,15 @@ StyleAdmin = _entity_admin(Style, "Style", "Styles", "fa-solid fa-music")
 
 class OfferAdmin(ReadOnly, model=Offer):
     name, name_plural, icon = "Offer", "Offers", "fa-solid fa-euro-sign"
-    column_list = [Offer.id, Offer.external_id, Offer.release, Offer.source, Offer.price, Offer.currency,
-                   Offer.in_stock, Offer.last_seen]
-    column_searchable_list = [Offer.external_id, Offer.url]
+    column_list = [Offer.id, Offer.external_id, Offer.release, Offer.source, Offer.format, Offer.condition,
+                   Offer.price, Offer.currency, Offer.availability, Offer.last_seen]
+    column_searchable_list = [Offer.external_id, Offer.url, Offer.barcode]
     column_sortable_list = [Offer.id, Offer.external_id, Offer.price, Offer.last_seen]
     column_default_sort = [(Offer.id, False)]
-    column_details_list = [Offer.id, Offer.external_id, Offer.url, Offer.release, Offer.source, Offer.price,
-                           Offer.currency, Offer.in_stock, Offer.first_seen, Offer.last_seen, Offer.history]
+    column_details_list = [Offer.id, Offer.external_id, Offer.url, Offer.release, Offer.source, Offer.format,
+                           Offer.condition, Offer.media_grade, Offer.sleeve_grade, Offer.barcode, Offer.price,
+                           Offer.currency, Offer.availability, Offer.in_stock, Offer.first_seen, Offer.last_seen,
+                           Offer.history]
 
 
 class OfferHistoryAdmin(ReadOnly, model=OfferHistory):

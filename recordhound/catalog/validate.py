@@ -10,11 +10,11 @@ from decimal import Decimal
 
 from sqlalchemy import Numeric
 
-from recordhound.db.models import Artist, Label, Offer, Release as ReleaseRow, Style
-from recordhound.items import Release
+from recordhound.db.models import Artist, Label, Offer as OfferRow, Release as ReleaseRow, Style
+from recordhound.items import Offer, Release
 from recordhound.text import name_key
 
-_PRICE = Offer.__table__.c.price.type
+_PRICE = OfferRow.__table__.c.price.type
 assert isinstance(_PRICE, Numeric) and _PRICE.precision is not None and _PRICE.scale is not None
 MAX_PRICE = Decimal(10) ** (_PRICE.precision - _PRICE.scale)
 
@@ -24,10 +24,15 @@ def _length(column: object) -> int:
 
 
 LIMITS = {
-    "external_id": _length(Offer.__table__.c.external_id),
+    "external_id": _length(OfferRow.__table__.c.external_id),
     "title": _length(ReleaseRow.__table__.c.title),
     "catalog_number": _length(ReleaseRow.__table__.c.catalog_number),
-    "currency": _length(Offer.__table__.c.currency),
+    "currency": _length(OfferRow.__table__.c.currency),
+    "format": _length(OfferRow.__table__.c.format),
+    "media_grade": _length(OfferRow.__table__.c.media_grade),
+    "sleeve_grade": _length(OfferRow.__table__.c.sleeve_grade),
+    "barcode": _length(OfferRow.__table__.c.barcode),
+    "country": _length(ReleaseRow.__table__.c.country),
     "artist": _length(Artist.__table__.c.name),
     "label": _length(Label.__table__.c.name),
     "style": _length(Style.__table__.c.name),
@@ -40,8 +45,11 @@ def problem(item: Release) -> str | None:
         return "external_id is empty"
     if not item.title:
         return "title is empty"
-    for field in ("external_id", "title", "catalog_number", "currency"):
+    for field in ("external_id", "title", "catalog_number", "currency", "barcode", "country"):
         if (reason := _too_long(field, getattr(item, field))) is not None:
+            return reason
+    for offer in item.offers:
+        if (reason := _offer_problem(offer)) is not None:
             return reason
     names = [("artist", n) for n in item.artists] + [("style", n) for n in item.styles]
     names += [("label", item.label)] if item.label else []
@@ -52,6 +60,17 @@ def problem(item: Release) -> str | None:
         return f"price {item.price} is outside what the offers table holds (below {MAX_PRICE})"
     if item.year is not None and not 0 < item.year < 10000:
         return f"year {item.year} is not a year"
+    return None
+
+
+def _offer_problem(offer: Offer) -> str | None:
+    if not offer.external_id:
+        return "an offer's external_id is empty"
+    for field in ("external_id", "format", "media_grade", "sleeve_grade", "barcode", "currency"):
+        if (reason := _too_long(field, getattr(offer, field))) is not None:
+            return f"offer {offer.external_id[:60]!r}: {reason}"
+    if offer.price is not None and (not offer.price.is_finite() or abs(offer.price) >= MAX_PRICE):
+        return f"offer {offer.external_id[:60]!r}: price {offer.price} is outside what the offers table holds"
     return None
 
 

@@ -17,8 +17,8 @@ from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
 from recordhound.db.models import Source
 from recordhound.db.offers import HeldPrice, OfferRow, write_offers
-from recordhound.db.releases import ReleaseRow, write_releases
-from recordhound.items import Release
+from recordhound.db.releases import ReleaseRow, by_barcode, by_names, write_releases
+from recordhound.items import Offer, Release
 from recordhound.review import gate
 from recordhound.review.items import release_doc
 from recordhound.review.factory import open_queue
@@ -184,29 +184,50 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
     items = plan.writable
     if not items:
         return []
-    keys = [release_key(item) for item in items]
     artists, labels, styles = plan.ids["artist"], plan.ids["label"], plan.ids["style"]
+    keys = _release_keys(conn, items, [tuple(dict.fromkeys(artists[a] for a in i.artists)) for i in items])
     wanted = {
         key: ReleaseRow(
             key, item.title, labels[item.label] if item.label else None, item.catalog_number,
             item.year, tuple(dict.fromkeys(artists[a] for a in item.artists)),
-            frozenset(styles[s] for s in item.styles),
+            frozenset(styles[s] for s in item.styles), item.release_barcode(), item.country,
         )
         for key, item in zip(keys, items)
     }
     release_ids, new_releases, changed_releases = write_releases(conn, wanted)
-    offers = [
-        OfferRow(i.external_id, i.url, release_ids[key], i.price, i.currency, i.in_stock)
-        for key, i in zip(keys, items)
-    ]
-    counts = write_offers(conn, source_id, offers, datetime.now(UTC), resolution, threshold_pct)
+    offers = [_offer_row(offer, release_ids[key]) for key, i in zip(keys, items) for offer in i.all_offers()]
+    counts = write_offers(conn, source_id, list({o.external_id: o for o in offers}.values()),
+                          datetime.now(UTC), resolution, threshold_pct)
     counted.update({
         "releases_new": new_releases, "releases_changed": changed_releases,
         "offers_new": counts.new, "offers_changed": counts.changed,
         "offers_unchanged": counts.unchanged, "price_changes": counts.price_changes,
     })
-    by_id = {i.external_id: i for i in items}
+    by_id = {offer.external_id: i for i in items for offer in i.all_offers()}
     return [(h, by_id[h.new.external_id]) for h in counts.held]
+
+
+def _release_keys(conn: Connection, items: list[Release], artist_ids: list[tuple[int, ...]]) -> list[str]:
+    """Each item's release: the one stored with its barcode, else label + catalogue number, else
+    artists + title + year (``release_key``, or a stored release with the same names)."""
+    barcodes = {item.release_barcode() for item in items} | {o.barcode for i in items for o in i.offers}
+    known = by_barcode(conn, sorted(code for code in barcodes if code))
+    unnumbered = [i for i, item in enumerate(items) if release_key(item).startswith("rel:")]
+    named = by_names(conn, [(items[i].title, items[i].year, artist_ids[i]) for i in unnumbered])
+    by_index = {unnumbered[n]: key for n, key in named.items()}
+    keys = []
+    for index, item in enumerate(items):
+        codes = [item.release_barcode(), *(o.barcode for o in item.offers)]
+        key = next((known[code] for code in codes if code in known), None) or by_index.get(index, release_key(item))
+        known.update({code: key for code in codes if code and code not in known})  # later items of the batch
+        keys.append(key)
+    return keys
+
+
+def _offer_row(offer: Offer, release_id: int) -> OfferRow:
+    return OfferRow(offer.external_id, offer.url, release_id, offer.price, offer.currency, offer.in_stock,
+                    offer.availability, offer.format, offer.condition, offer.media_grade, offer.sleeve_grade,
+                    offer.barcode)
 
 
 def open_writer(engine: Engine, store: StoreConfig, review: ReviewConfig, trusted: bool) -> CatalogWriter:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAME_LEN = 300
 KEY_LEN = 512
+BARCODE_LEN = 14
 
 
 class Base(DeclarativeBase):
@@ -97,6 +98,8 @@ class Release(Base):
     label_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id"), index=True)
     catalog_number: Mapped[str | None] = mapped_column(String(100))
     year: Mapped[int | None] = mapped_column(Integer)
+    barcode: Mapped[str | None] = mapped_column(String(BARCODE_LEN), index=True)  # GTIN-8/12/13/14, digits only
+    country: Mapped[str | None] = mapped_column(String(100))
     # read-only navigation for the admin (writes go through db/releases.py)
     label: Mapped[Label | None] = relationship(viewonly=True)
     artists: Mapped[list[Artist]] = relationship(secondary="release_artists", viewonly=True,
@@ -134,7 +137,13 @@ class Offer(Base):
     release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), index=True)
     price: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
     currency: Mapped[str | None] = mapped_column(String(3))
-    in_stock: Mapped[bool | None]
+    in_stock: Mapped[bool | None]  # availability == "in_stock" (kept for readers of the first schema)
+    availability: Mapped[str | None] = mapped_column(String(20))  # in_stock | sold_out | pre_order
+    format: Mapped[str | None] = mapped_column(String(40))  # LP, 2xLP, 12", 7", CD, Cassette, Box Set, Digital
+    condition: Mapped[str | None] = mapped_column(String(10))  # new | used
+    media_grade: Mapped[str | None] = mapped_column(String(10))  # Goldmine: M, NM, VG+, VG, G+, G, F, P
+    sleeve_grade: Mapped[str | None] = mapped_column(String(10))
+    barcode: Mapped[str | None] = mapped_column(String(BARCODE_LEN), index=True)
     first_seen: Mapped[datetime]
     last_seen: Mapped[datetime]
     release: Mapped[Release] = relationship(viewonly=True)

@@ -1,4 +1,8 @@
-"""Write offers: insert new, update changed (one offer_history row per price change)."""
+"""Write offers: insert new, update changed (one offer_history row per price change).
+
+An offer is one format in one condition at one shop (``(source, external id)``, the shop's own id
+for that variant): a page that sells an LP and a CD has two, each with its own price, stock,
+history and review of large price changes."""
 
 from __future__ import annotations
 
@@ -21,6 +25,12 @@ class OfferRow:
     price: Decimal | None
     currency: str | None
     in_stock: bool | None
+    availability: str | None = None
+    format: str | None = None
+    condition: str | None = None
+    media_grade: str | None = None
+    sleeve_grade: str | None = None
+    barcode: str | None = None
 
     def differs(self, stored: OfferRow) -> bool:
         return self != stored
@@ -119,15 +129,16 @@ def _history(offer_id: int, old: tuple[Decimal | None, str | None], new: tuple[D
 
 def _load(conn: Connection, source_id: int, external_ids: list[str]) -> dict[str, tuple[int, OfferRow, datetime]]:
     rows = conn.execute(
-        select(Offer.id, Offer.external_id, Offer.url, Offer.release_id, Offer.price,
-               Offer.currency, Offer.in_stock, Offer.last_seen)
+        select(Offer.id, Offer.last_seen, *(getattr(Offer, name) for name in ROW_FIELDS))
         .where(Offer.source_id == source_id, Offer.external_id.in_(external_ids))
     ).all()
     return {
-        r.external_id: (r.id, OfferRow(r.external_id, r.url, r.release_id, r.price, r.currency, r.in_stock),
-                        _aware(r.last_seen))
+        r.external_id: (r.id, OfferRow(**{name: getattr(r, name) for name in ROW_FIELDS}), _aware(r.last_seen))
         for r in rows
     }
+
+
+ROW_FIELDS = tuple(OfferRow.__dataclass_fields__)
 
 
 def _aware(moment: datetime) -> datetime:
@@ -142,9 +153,8 @@ def _execute(conn: Connection, inserts: list[dict[str, Any]], updates: list[dict
     if updates:
         conn.execute(
             update(Offer).where(Offer.id == bindparam("oid")).values(
-                url=bindparam("url"), release_id=bindparam("release_id"), price=bindparam("price"),
-                currency=bindparam("currency"), in_stock=bindparam("in_stock"),
-                last_seen=bindparam("last_seen")),
+                last_seen=bindparam("last_seen"),
+                **{name: bindparam(name) for name in ROW_FIELDS if name != "external_id"}),
             [{k: v for k, v in u.items() if k != "external_id"} for u in updates]
         )
     if history:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from recordhound.db.ids import insert_with_ids
-from recordhound.db.models import Release, ReleaseArtist, ReleaseStyle
-from recordhound.text import catalog_number_key
+from recordhound.db.models import Offer, Release, ReleaseArtist, ReleaseStyle
+from recordhound.text import catalog_number_key, name_key
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,8 @@ class ReleaseRow:
     year: int | None
     artist_ids: tuple[int, ...]
     style_ids: frozenset[int]
+    barcode: str | None = None
+    country: str | None = None
 
     def same_as(self, stored: ReleaseRow) -> bool:
         """Equal, counting "ABC-00012" and "ABC 00012" as one catalogue number (no flip-flops)."""
@@ -33,12 +35,20 @@ class ReleaseRow:
 
     def columns(self) -> dict[str, object]:
         return {"natural_key": self.natural_key, "title": self.title, "label_id": self.label_id,
-                "catalog_number": self.catalog_number, "year": self.year}
+                "catalog_number": self.catalog_number, "year": self.year, "barcode": self.barcode,
+                "country": self.country}
+
+    def keeping(self, stored: ReleaseRow) -> ReleaseRow:
+        """Identifiers another shop printed are kept when this one does not print them."""
+        return replace(self, barcode=stored.barcode or self.barcode, country=self.country or stored.country,
+                       label_id=self.label_id or stored.label_id, year=self.year or stored.year,
+                       catalog_number=self.catalog_number or stored.catalog_number)
 
 
 def write_releases(conn: Connection, wanted: dict[str, ReleaseRow]) -> tuple[dict[str, int], int, int]:
     """Returns (natural key → release id, releases created, releases updated)."""
     stored = _load(conn, list(wanted))
+    wanted = {key: row.keeping(stored[key][1]) if key in stored else row for key, row in wanted.items()}
     new = [row for key, row in wanted.items() if key not in stored]
     changed = [(stored[key][0], row) for key, row in wanted.items()
                if key in stored and not row.same_as(stored[key][1])]
@@ -48,10 +58,45 @@ def write_releases(conn: Connection, wanted: dict[str, ReleaseRow]) -> tuple[dic
     return ids, len(new), len(changed)
 
 
+def by_barcode(conn: Connection, barcodes: list[str]) -> dict[str, str]:
+    """barcode → the natural key of the release stored with it (on the release or on an offer):
+    a barcode names one release in every shop, so it is matched before any other key."""
+    if not barcodes:
+        return {}
+    found: dict[str, str] = {}
+    for code, key in conn.execute(select(Release.barcode, Release.natural_key)
+                                  .where(Release.barcode.in_(barcodes)).order_by(Release.id)):
+        found.setdefault(str(code), key)
+    rows = conn.execute(select(Offer.barcode, Release.natural_key).join(Release, Release.id == Offer.release_id)
+                        .where(Offer.barcode.in_(barcodes)).order_by(Offer.id))
+    for code, key in rows:
+        found.setdefault(str(code), key)
+    return found
+
+
+def by_names(conn: Connection, wanted: list[tuple[str, int | None, tuple[int, ...]]]) -> dict[int, str]:
+    """For each (title, year, artist ids) at its index, the natural key of a stored release with
+    the same title (by its matching key), year and artists: the last step of matching."""
+    titles = {title for title, _, _ in wanted}
+    rows = conn.execute(select(Release.id, Release.natural_key, Release.title, Release.year)
+                        .where(Release.title.in_(titles)).order_by(Release.id)).all()
+    if not rows:
+        return {}
+    artists: dict[int, list[tuple[int, int]]] = {}
+    for rid, aid, pos in conn.execute(select(ReleaseArtist.release_id, ReleaseArtist.artist_id, ReleaseArtist.position)
+                                      .where(ReleaseArtist.release_id.in_([r.id for r in rows]))):
+        artists.setdefault(rid, []).append((pos, aid))
+    stored = {(name_key(r.title), r.year, tuple(a for _, a in sorted(artists.get(r.id, [])))): r.natural_key
+              for r in reversed(rows)}
+    return {index: stored[(name_key(title), year, ids)] for index, (title, year, ids) in enumerate(wanted)
+            if (name_key(title), year, ids) in stored}
+
+
 def _load(conn: Connection, keys: list[str]) -> dict[str, tuple[int, ReleaseRow]]:
     rows = conn.execute(
         select(Release.id, Release.natural_key, Release.title, Release.label_id,
-               Release.catalog_number, Release.year).where(Release.natural_key.in_(keys))
+               Release.catalog_number, Release.year, Release.barcode, Release.country)
+        .where(Release.natural_key.in_(keys))
     ).all()
     ids = [r.id for r in rows]
     artists: dict[int, list[tuple[int, int]]] = {}
@@ -69,6 +114,7 @@ def _load(conn: Connection, keys: list[str]) -> dict[str, tuple[int, ReleaseRow]
         r.natural_key: (r.id, ReleaseRow(
             r.natural_key, r.title, r.label_id, r.catalog_number, r.year,
             tuple(aid for _, aid in sorted(artists.get(r.id, []))), frozenset(styles.get(r.id, ())),
+            r.barcode, r.country,
         ))
         for r in rows
     }
@@ -89,7 +135,8 @@ def _update(conn: Connection, changed: list[tuple[int, ReleaseRow]]) -> None:
     conn.execute(
         update(Release).where(Release.id == bindparam("rid")).values(
             title=bindparam("title"), label_id=bindparam("label_id"),
-            catalog_number=bindparam("catalog_number"), year=bindparam("year")),
+            catalog_number=bindparam("catalog_number"), year=bindparam("year"),
+            barcode=bindparam("barcode"), country=bindparam("country")),
         [{"rid": rid, **{k: v for k, v in row.columns().items() if k != "natural_key"}}
          for rid, row in changed]
     )

@@ -228,3 +228,6 @@ def slug(text: str) -> str:
 def _prefix(label: str) -> str:
     letters = [ch for ch in label.upper() if ch.isalpha()]
     return "".join(letters[:3]).ljust(3, "X")
+
+
+change_percent = _change_percent  # the platform-like sections' prices move by the same rule

@@ -54,8 +54,9 @@ class ShopProcess:
         return stats
 
     def pages_served(self) -> int:
-        """Requests served for shop pages (not counting the /_ control endpoints)."""
-        return sum(n for path, n in self.hits().items() if not path.startswith("/_"))
+        """Requests served for shop pages (not counting the /_ control endpoints, nor robots.txt,
+        which every crawler process reads when it starts)."""
+        return sum(n for path, n in self.hits().items() if not path.startswith("/_") and path != "/robots.txt")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -31,7 +31,9 @@ from dataclasses import dataclass, replace
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
-from recordhound.demo import feeds
+from recordhound.demo import feeds, sitemaps
+from recordhound.demo.shop_pages import build_shop_sections
+from recordhound.demo.shops import section_releases
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.jsite import build_js_site
 from recordhound.demo.ldsite import build_ld_site
@@ -50,6 +52,7 @@ class Throttle:
     unavailable_every: int = 0  # every N-th product page answers 503 at first (0: none)
     unavailable_times: int = 2
     retry_after: int = 1  # seconds, in the 429's Retry-After
+    crawl_delay: float = 0.0  # seconds, robots.txt's Crawl-delay (0: not said)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class DemoShop:
         self.catalog, self.throttle, self.epochs = catalog, throttle, epochs
         self.offsite_links = offsite_links  # each listing page links to another site (never to be fetched)
         self.started, self.first_epoch = time.time(), catalog.epoch
+        self.origin = "http://127.0.0.1/"  # the server's own URL once it listens (robots.txt, sitemaps)
         self.site: dict[str, Page] = {}
         self.validators: dict[str, tuple[str, float]] = {}  # path -> (ETag, when its body last changed)
         self._generated: dict[str, Page] = {}
@@ -81,8 +85,9 @@ class DemoShop:
         self.refused = Counter[str]()  # 429s and 503s sent
 
     def arrived(self, target: str) -> Page | None:
-        """Count a request in; a throttled shop may answer it at once with a 429."""
-        if target.startswith("/_"):
+        """Count a request in; a throttled shop may answer it at once with a 429. robots.txt is
+        the crawler's question before any page, not a page: it is counted in ``hits`` only."""
+        if target.startswith("/_") or target == "/robots.txt":
             return None
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -95,13 +100,14 @@ class DemoShop:
         return None
 
     def left(self, target: str) -> None:
-        if not target.startswith("/_"):
+        if not (target.startswith("/_") or target == "/robots.txt"):
             self.in_flight -= 1
 
     def _build(self, catalog: Catalog) -> None:
         now = time.time()
         self.catalog = catalog
-        self.site = {**build_site(catalog), **build_js_site(catalog), **build_ld_site(catalog)}
+        self.site = {**build_site(catalog), **build_js_site(catalog), **build_ld_site(catalog),
+                     **build_shop_sections(catalog)}
         if self.offsite_links:
             self.site = with_offsite_links(self.site)
         for path, page in self.site.items():
@@ -159,6 +165,15 @@ class DemoShop:
             return Page(200, "application/json", json.dumps(stats).encode())
         if target == "/_truth.json":
             return self._cached(target, "application/json", lambda: json.dumps(build_truth(self.catalog)).encode())
+        if target == "/robots.txt":
+            return sitemaps.robots_txt(self.origin, self.throttle.crawl_delay)
+        if target == sitemaps.INDEX_PATH:
+            return sitemaps.sitemap_index(self.origin, max(changed for _, changed in self.validators.values()))
+        if target == sitemaps.PRODUCTS_PATH:
+            products = [r.path for r in section_releases(self.catalog, "shopify")]
+            return sitemaps.products_sitemap(self.origin, {p: self.validators[p][1] for p in products})
+        if target == sitemaps.COLLECTIONS_PATH:
+            return sitemaps.collections_sitemap(self.origin)
         if target in feeds.FEEDS:
             content_type, render = feeds.FEEDS[target]
             return self._cached(target, content_type, lambda: render(self.catalog))
@@ -258,6 +273,7 @@ async def serve(shop: DemoShop, host: str, port: int, on_ready: Any = None) -> N
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: _Connection(shop), host, port, backlog=1024)
     bound = server.sockets[0].getsockname()
+    shop.origin = f"http://{bound[0]}:{bound[1]}/"
     if on_ready is not None:
         on_ready(f"http://{bound[0]}:{bound[1]}/")
     async with server:

@@ -7,6 +7,7 @@ from typing import Any
 from recordhound.demo import pages
 from recordhound.demo.ldsite import ld_products
 from recordhound.demo.second import second_truth
+from recordhound.demo.shops import sections_truth
 from recordhound.demo.catalog import Catalog, Product
 
 
@@ -84,6 +85,7 @@ def build_truth(catalog: Catalog) -> dict[str, Any]:
         "faults": faults,
         "offers": [_offer(catalog, p) for p in stored],
         "changed_offers": changed_offers(catalog),
-        "sections": {"ld": section_truth(catalog, ld_products(catalog))},  # /ld/: structured data only
+        # /ld/: structured data only; the platform-like sections: offers per format and condition
+        "sections": {"ld": section_truth(catalog, ld_products(catalog)), **sections_truth(catalog)},
         "second_source": second_truth(catalog),  # /feeds/second.csv: which name merges into which
     }

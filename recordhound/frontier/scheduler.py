@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from scrapy import Request, Spider
@@ -44,6 +45,7 @@ from recordhound.frontier.upkeep import Upkeep
 from recordhound.frontier.writes import WriteBuffer
 from recordhound.frontier import lifecycle, recrawl
 from recordhound.pause import pauses
+from recordhound.robots import robots_limits
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -105,6 +107,7 @@ class FrontierScheduler:
                                 self.policy.recrawl.active, lambda node: gate.forget(f"{crawl}:{node}"))
         self.node, self.token = joined.node, joined.token
         gate.holder = f"{crawl}:{self.node}"
+        self._obey_crawl_delay(gate)
         counts = self.backend.counts()
         logger.info(
             "Frontier %s (%s) for crawl %r, node %s: %d queued, %d leased, %d done, %d failed, "
@@ -113,6 +116,17 @@ class FrontierScheduler:
             counts.failed, counts.seen, joined.reclaimed)
         self.inc("reclaimed", joined.reclaimed)
         self.backend.limit_wait(self.config.call_timeout_seconds)  # from here on, calls on the reactor
+
+    def _obey_crawl_delay(self, gate: HostGate) -> None:
+        """robots.txt's Crawl-delay caps the rate every node shares (read here, off the reactor)."""
+        limits = robots_limits(self.policy.limits, self.spider, self.crawler.settings)
+        if limits == self.policy.limits:
+            return
+        self.policy = replace(self.policy, limits=limits)
+        gate.limits = limits
+        if gate.limiter is None:
+            gate.limiter = self.policy.limiter(self.config, self.crawler.settings)
+            gate.forget(gate.holder)  # slots a killed process of this node id left behind
 
     def _opened(self, crawl: str) -> None:
         self.phase = "open"

@@ -17,6 +17,7 @@ from collections import defaultdict, deque
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -69,6 +70,8 @@ class CassetteMiddleware:
         if self.mode != "replay":
             return None
         queue = self.replies.get((request.method, request.url))
+        if not queue and urlparse(request.url).path == "/robots.txt":  # none recorded: the shop had none
+            return Response(request.url, status=404, request=request, flags=["cassette"])
         if not queue:
             message = f"{request.method} {request.url} is not in cassette {self.path}"
             record_error(self.crawler, "cassette_missing", request.url, message)

@@ -14,7 +14,7 @@ from scrapy.http import TextResponse
 
 from recordhound.normalize import Outcome, normalize_release
 from recordhound.sources.extract import extract_links, extract_release, match_field, structured_data
-from recordhound.sources.profile import Profile
+from recordhound.sources.profile import IDENTIFIERS, Profile
 
 OUTLIER_FACTOR = 20  # a price over 20× (or under 1/20 of) its currency's median is named
 
@@ -95,7 +95,10 @@ class Survey:
         out.append("fields found: " + ", ".join(
             f"{name} {self.found[name]}/{self.pages}" for name in self.profile.fields))
         partial = [name for name in self.profile.fields if 0 < self.found[name] < self.pages]
-        never = [name for name in self.profile.fields if not self.found[name]]
+        never = [name for name in self.profile.fields if not self.found[name] and name not in IDENTIFIERS]
+        missing_ids = [name for name in self.profile.fields if not self.found[name] and name in IDENTIFIERS]
+        if missing_ids:
+            out.append(f"identifiers not printed (many shops have none): {', '.join(missing_ids)}")
         if partial:
             out.append(f"found on only part of the pages: {', '.join(partial)}")
         if never:

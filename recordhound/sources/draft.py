@@ -19,10 +19,12 @@ from urllib.parse import urlparse, urlunparse
 from scrapy.http import TextResponse
 
 from recordhound.prices import parse_price
-from recordhound.exceptions import FieldError
-from recordhound.sources.extract import extract_links, match_field, structured_data
+from recordhound.exceptions import FieldError, ProfileError
+from recordhound.sources import draft_shops
+from recordhound.sources.extract import extract_links, extract_release, match_field, structured_data
 from recordhound.sources.profile import FIELD_NAMES, MANY_FIELDS, REQUIRED_FIELDS, FieldSpec, SelectorSpec
 from recordhound.sources.schema import build_profile
+from recordhound.sources.title_rules import BUNDLED, compile_rule
 
 # Words in class names (and data-* attributes) that say which field an element holds.
 CLASS_WORDS: dict[str, tuple[str, ...]] = {
@@ -78,13 +80,51 @@ def draft_profile(name: str, listing: TextResponse, products: list[TextResponse]
         draft.document["fields"] = {n: s for n, (s, _) in fields.items()}
         draft.notes["fields"] = "found by class names: " + ", ".join(
             f"{n} on {count} of {len(products)} pages" for n, (_, count) in fields.items())
-    known = set(fields) | set(structured.found if structured else ())
-    for missing in (n for n in REQUIRED_FIELDS if n not in known):
-        draft.warnings.append(f"no selector found for the required field {missing!r}: add it under fields")
     draft.matched = {**({n: structured.counts[n] for n in structured.found} if structured else {}),
                      **{n: count for n, (_, count) in fields.items()}}
+    known = set(fields) | set(structured.found if structured else ())
+    known |= _shop_knowledge(draft, listing, products, known)
+    for missing in (n for n in REQUIRED_FIELDS if n not in known):
+        draft.warnings.append(f"no selector found for the required field {missing!r}: add it under fields")
     _price_notes(products, draft, structured.found if structured else ())
     return draft
+
+
+def _shop_knowledge(draft: Draft, listing: TextResponse, products: list[TextResponse], known: set[str]) -> set[str]:
+    """Spec tables, product names that hold artists / catalogue numbers, and the platform; returns
+    the fields these add."""
+    added = set()
+    spec = draft_shops.spec_fields(products, skip=known)
+    if spec:
+        fields = draft.document.setdefault("fields", {})
+        assert isinstance(fields, dict)
+        fields.update({name: {"xpath": xpath} for name, xpath in spec.items()})
+        draft.notes["fields"] = (draft.notes.get("fields", "") + "; " if "fields" in draft.notes else "") + \
+            "from the spec table: " + ", ".join(spec)
+        added |= set(spec)
+    try:
+        profile = build_profile("(draft)", draft.document)
+    except ProfileError:  # no title / artists selector yet: nothing to split
+        profile = None
+    raws = [extract_release(page, profile) for page in products] if profile else []
+    rule = draft_shops.title_rule([r.title or "" for r in raws], [r.artists for r in raws]) if raws else None
+    if rule is not None:
+        draft.document["title_rules"] = [rule]
+        draft.notes["title_rules"] = f"product names such as {raws[0].title!r} hold more than the title"
+        added |= {"artists", "title"} if "artists" in compile_rule(BUNDLED[rule]).pattern.groupindex else set()
+    found = draft_shops.platform([listing, *products])
+    if found:
+        draft.notes["platform"] = f"{found} recognised"
+    if found == "shopify":
+        parsed = urlparse(listing.url)
+        draft.document["base_url"] = urlunparse((parsed.scheme, parsed.netloc, draft_shops.shop_root(listing.url),
+                                                 "", "", ""))
+        draft.document["platform"] = "shopify"
+        draft.notes["platform"] += ": products and their variants come from /products.json"
+        currency = draft_shops.og_currency(products)
+        if currency:
+            draft.document["price"] = {"default_currency": currency}
+    return added
 
 
 # -- links ---------------------------------------------------------------------------------------
@@ -110,7 +150,7 @@ def _links(response: TextResponse) -> list[_Link]:
 
 
 def _folder(url: str) -> str:
-    path = urlparse(url).path
+    path = urlparse(url).path.rstrip("/")  # "/product/name/" is in the folder "/product/"
     return path.rsplit("/", 1)[0] + "/" if path.count("/") > 1 else ""
 
 
@@ -130,11 +170,14 @@ def _product_group(links: list[_Link], listing: TextResponse) -> tuple[str, list
 def _link_rules(listing: TextResponse, products: list[TextResponse], draft: Draft) -> dict[str, object]:
     links = _links(listing)
     rules: dict[str, object] = {}
-    pagination = _pagination(listing, links)
+    shop = draft_shops.pagination_selector(listing)
+    pagination, how = shop if shop else (_pagination(listing, links), "links to the listing with another query")
     if pagination:
-        rules["pagination"] = {"css": pagination, "priority": 20}
-        found = extract_links(listing, (SelectorSpec("css", pagination),))
-        draft.notes["links.pagination"] = f"{len(found)} on the listing, e.g. {_short(found[0]) if found else '-'}"
+        kind = "xpath" if pagination.startswith("/") else "css"
+        rules["pagination"] = {kind: pagination, "priority": 20}
+        found = extract_links(listing, (SelectorSpec(kind, pagination),))
+        draft.notes["links.pagination"] = (f"{how}: {len(found)} on the listing, "
+                                           f"e.g. {_short(found[0]) if found else '-'}")
     else:
         draft.warnings.append("no pagination found on the listing: add links.pagination if it has more pages")
     folder = _folder(products[0].url)
@@ -278,8 +321,16 @@ def _render(draft: Draft, source_url: str) -> str:
         lines.append(f"{key}: {_scalar(doc[key])}")
     lines.append("start_urls:")
     lines += [f"  - {_scalar(u)}" for u in doc["start_urls"]]  # type: ignore[attr-defined]
+    if "platform" in doc:
+        lines.append(f"platform: {_scalar(doc['platform'])}  # {notes['platform']}")
+    elif "platform" in notes:
+        lines.append(f"# {notes['platform']}")
     if "structured" in doc:
         lines.append(f"structured: {_scalar(doc['structured'])}  # {notes['structured']}")
+    if "title_rules" in doc:
+        lines.append(f"title_rules: {_scalar(doc['title_rules'])}  # {notes['title_rules']}")
+    if "price" in doc:
+        lines.append(f"price: {_scalar(doc['price'])}  # the currency of the shop's product pages")
     lines.append("links:                      # which links to follow; higher priority is fetched first")
     for kind, rule in doc["links"].items():  # type: ignore[attr-defined]
         lines.append(f"  {kind}:  # {notes.get(f'links.{kind}', '')}")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from parsel import Selector, SelectorList
 from scrapy.http import TextResponse
 
-from recordhound.items import RawRelease
-from recordhound.sources.profile import MANY_FIELDS, STRUCTURED_KINDS, FieldSpec, Profile, SelectorSpec
+from recordhound.items import RawOffer, RawRelease
+from recordhound.sources.profile import MANY_FIELDS, STRUCTURED_KINDS, FieldSpec, OffersSpec, Profile, SelectorSpec
+from recordhound.sources.schema_offers import offers_of
 from recordhound.sources.structured import StructuredData
 from recordhound.text import clean
 
@@ -22,7 +24,7 @@ class FieldMatch:
 
     @property
     def structured(self) -> bool:
-        return self.selector is not None and self.selector.kind in STRUCTURED_KINDS
+        return self.selector is not None and (self.selector.kind in STRUCTURED_KINDS or self.selector.machine)
 
 
 def select_all(response: TextResponse, selector: SelectorSpec, data: StructuredData | None = None) -> list[str]:
@@ -66,4 +68,35 @@ def extract_release(response: TextResponse, profile: Profile, data: StructuredDa
             setattr(raw, name, " ".join(found.values))
         if found.structured:
             raw.structured.append(name)
+    raw.offers = extract_offers(response, profile, data)
     return raw
+
+
+def extract_offers(response: TextResponse, profile: Profile, data: StructuredData) -> list[RawOffer]:
+    """The page's offers: the profile's ``offers:`` block, else (``structured: schema.org``) the
+    markup's releases, variants or offer lists; empty when the page is one offer."""
+    if profile.offers is not None:
+        return [_offer(element, profile.offers) for element in select_elements(response, profile.offers.each)]
+    if profile.structured:
+        for kind in ("jsonld", "microdata"):
+            node = data.nodes.get(kind)
+            found = offers_of(node) if node is not None else []
+            if found:
+                return found
+    return []
+
+
+def select_elements(response: TextResponse, selector: SelectorSpec) -> SelectorList[Selector]:
+    return response.css(selector.query) if selector.kind == "css" else response.xpath(selector.query)
+
+
+def _offer(element: Selector, spec: OffersSpec) -> RawOffer:
+    offer = RawOffer()
+    for name, selectors in spec.fields.items():
+        for selector in selectors:
+            found = element.css(selector.query) if selector.kind == "css" else element.xpath(selector.query)
+            values = [v for v in (clean(x) for x in found.getall()) if v]
+            if values:
+                setattr(offer, name, " ".join(values))
+                break
+    return offer

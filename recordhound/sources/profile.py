@@ -7,16 +7,20 @@ from types import MappingProxyType
 from typing import Mapping
 
 from recordhound.prices import PriceRule
+from recordhound.sources.title_rules import TitleRule
 
 LINK_KINDS = ("pagination", "listing", "product")
 FILE_KINDS = ("csv", "xlsx", "json")
 RENDER_KINDS = ("start", *LINK_KINDS)  # "start": the start_urls
 FIELD_NAMES = (
     "external_id", "title", "artists", "label", "catalog_number",
-    "year", "styles", "price", "currency", "in_stock",
+    "year", "styles", "price", "currency", "in_stock", "barcode", "format", "condition", "country",
 )
 REQUIRED_FIELDS = ("title", "artists")
+IDENTIFIERS = ("barcode", "format", "condition", "country")  # a shop may never print them: not a broken selector
 MANY_FIELDS = ("artists", "styles")
+OFFER_FIELDS = ("external_id", "format", "condition", "media_grade", "sleeve_grade", "price", "currency",
+                "availability", "barcode", "url")
 STRUCTURED_KINDS = ("jsonld", "microdata", "opengraph", "rdfa")  # JMESPath over extruct's output
 SELECTOR_KINDS = ("css", "xpath", *STRUCTURED_KINDS)
 
@@ -28,6 +32,7 @@ class SelectorSpec:
 
     kind: str
     query: str
+    machine: bool = False  # the value is machine-readable (a meta tag's content): prices use "." for decimals
 
     def describe(self) -> str:
         return f"{self.kind}:{self.query}"
@@ -114,6 +119,34 @@ class HealthSpec:
 
 
 @dataclass(frozen=True)
+class OffersSpec:
+    """A profile's ``offers:``: each element ``each`` finds is one offer; its fields' selectors
+    (CSS or XPath) are relative to that element."""
+
+    each: SelectorSpec
+    fields: Mapping[str, tuple[SelectorSpec, ...]]
+
+
+@dataclass(frozen=True)
+class SitemapSpec:
+    """A profile's ``sitemap:``: sitemap (or sitemap index) URLs, or robots.txt's ``Sitemap:``
+    lines; product pages are the URLs that match ``follow`` and none of ``deny`` (regexes)."""
+
+    urls: tuple[str, ...] = ()  # empty: the Sitemap: lines of the shop's robots.txt
+    follow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    only: bool = False  # no start URLs crawled: every product comes from the sitemaps
+
+
+@dataclass(frozen=True)
+class RobotsSpec:
+    """A profile's ``robots:``; obeying robots.txt is the default (``ROBOTSTXT_OBEY``)."""
+
+    obey: bool = True
+    reason: str = ""  # required when obey is false; logged at the start of every crawl
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     path: str
@@ -132,6 +165,11 @@ class Profile:
     politeness: PolitenessSpec = PolitenessSpec()
     health: HealthSpec = HealthSpec()
     recrawl: RecrawlSpec = RecrawlSpec()
+    offers: OffersSpec | None = None
+    title_rules: tuple[TitleRule, ...] = ()
+    sitemap: SitemapSpec | None = None
+    robots: RobotsSpec = RobotsSpec()
+    platform: str | None = None  # "shopify": products come from /products.json, not from pages
 
     @property
     def structured_kinds(self) -> frozenset[str]:

@@ -9,16 +9,12 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlparse
-
 from decimal import Decimal, InvalidOperation
 
-from jmespath.exceptions import JMESPathError
-from lxml import etree
-from parsel.csstranslator import HTMLTranslator
 
-from recordhound.exceptions import ProfileError
 from recordhound.prices import DECIMAL_SEPARATORS, THOUSANDS_SEPARATORS, PriceRule
-from recordhound.sources import schema_org
+from recordhound.sources import schema_org, schema_shops
+from recordhound.sources.schema_doc import Doc as _Doc, checked as _checked, selectors as _selectors
 from recordhound.sources.profile import (
     FIELD_NAMES,
     FILE_KINDS,
@@ -29,7 +25,6 @@ from recordhound.sources.profile import (
     LinkSpec,
     RENDER_KINDS,
     SELECTOR_KINDS,
-    STRUCTURED_KINDS,
     PriceSpec,
     Profile,
     HealthSpec,
@@ -39,77 +34,13 @@ from recordhound.sources.profile import (
     RetrySpec,
     SelectorSpec,
 )
-from recordhound.sources.structured import compiled
 
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
-            "render", "structured", "retry", "politeness", "health", "recrawl"}
+            "render", "structured", "retry", "politeness", "health", "recrawl", "offers", "title_rules",
+            "sitemap", "robots", "platform"}
+PLATFORMS = ("shopify",)
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
-_CSS = HTMLTranslator()
-
-
-class _Doc:
-    """A mapping being validated, with the file and dotted key it came from."""
-
-    def __init__(self, path: str, key: str, value: Any) -> None:
-        self.path, self.key, self.value = path, key, value
-
-    def fail(self, problem: str, key: str | None = None) -> ProfileError:
-        return ProfileError(self.path, key or self.key or "(top level)", problem)
-
-    def child(self, name: str) -> _Doc:
-        return _Doc(self.path, f"{self.key}.{name}" if self.key else name, self.value.get(name))
-
-    def mapping(self, allowed: set[str] | None = None) -> dict[str, Any]:
-        if not isinstance(self.value, dict):
-            raise self.fail(f"expected a mapping, got {type(self.value).__name__}")
-        unknown = sorted(set(map(str, self.value)) - allowed) if allowed is not None else []
-        if unknown:
-            raise self.fail(f"unknown key {unknown[0]!r}; expected one of {sorted(allowed or ())}",
-                            f"{self.key}.{unknown[0]}" if self.key else unknown[0])
-        return self.value
-
-    def string(self, *, required: bool = True) -> str | None:
-        if self.value is None and not required:
-            return None
-        if not isinstance(self.value, str) or not self.value.strip():
-            raise self.fail(f"expected a non-empty string, got {self.value!r}")
-        return self.value
-
-    def strings(self) -> tuple[str, ...]:
-        items = [self.value] if isinstance(self.value, str) else self.value
-        if not isinstance(items, list) or not items or not all(isinstance(i, str) and i for i in items):
-            raise self.fail(f"expected a string or a non-empty list of strings, got {self.value!r}")
-        return tuple(items)
-
-    def integer(self, default: int) -> int:
-        if self.value is None:
-            return default
-        if isinstance(self.value, bool) or not isinstance(self.value, int):
-            raise self.fail(f"expected a whole number, got {self.value!r}")
-        return self.value
-
-    def seconds(self) -> float | None:
-        """A number above 0 (seconds, or a rate), or None when absent."""
-        if self.value is None:
-            return None
-        if isinstance(self.value, bool) or not isinstance(self.value, int | float) or self.value <= 0:
-            raise self.fail(f"expected a number above 0, got {self.value!r}")
-        return float(self.value)
-
-    def positive_integer(self) -> int | None:
-        if self.value is None:
-            return None
-        if isinstance(self.value, bool) or not isinstance(self.value, int) or self.value < 1:
-            raise self.fail(f"expected a whole number of 1 or more, got {self.value!r}")
-        return self.value
-
-    def boolean(self, default: bool) -> bool:
-        if self.value is None:
-            return default
-        if not isinstance(self.value, bool):
-            raise self.fail(f"expected true or false, got {self.value!r}")
-        return self.value
 
 
 def build_profile(path: str, document: Any) -> Profile:
@@ -126,13 +57,16 @@ def build_profile(path: str, document: Any) -> Profile:
     if structured is not None and structured not in schema_org.STANDARDS:
         raise root.fail(f"unknown structured data standard {structured!r}; expected one of "
                         f"{list(schema_org.STANDARDS)}", "structured")
+    platform = root.child("platform").string(required=False)
+    if platform is not None and platform not in PLATFORMS:
+        raise root.fail(f"unknown platform {platform!r}; expected one of {list(PLATFORMS)}", "platform")
     return Profile(
         name=root.child("name").string() or "",
         path=path,
         kind=kind,
         base_url=base_url,
         start_urls=root.child("start_urls").strings(),
-        links=MappingProxyType(_links(root.child("links"))),
+        links=MappingProxyType(_links(root.child("links"), required=platform is None)),
         fields=MappingProxyType(_fields(root.child("fields"), structured)),
         price=_price(root.child("price")),
         allowed_domains=_domains(root.child("allowed_domains")),
@@ -143,6 +77,11 @@ def build_profile(path: str, document: Any) -> Profile:
         politeness=_politeness(root.child("politeness")),
         health=_health(root.child("health")),
         recrawl=_recrawl(root.child("recrawl")),
+        offers=schema_shops.offers(root.child("offers")),
+        title_rules=schema_shops.title_rules(root.child("title_rules")),
+        sitemap=schema_shops.sitemap(root.child("sitemap")),
+        robots=schema_shops.robots(root.child("robots")),
+        platform=platform,
     )
 
 
@@ -260,35 +199,9 @@ def _domains(doc: _Doc) -> tuple[str, ...]:
     return () if doc.value is None else doc.strings()
 
 
-def _selectors(doc: _Doc, kinds: tuple[str, ...] = ("css", "xpath")) -> tuple[SelectorSpec, ...]:
-    """``"css"`` shorthand, or a mapping of selector kinds (each a string or a list), tried in
-    the order written: e.g. ``{jsonld: "offers.price", css: ".price::text"}``."""
-    if isinstance(doc.value, str):
-        return (_checked(doc, "css", doc.value),)
-    spec = doc.mapping({*kinds, "priority", "required", "split"})
-    found: list[SelectorSpec] = []
-    for kind in (k for k in spec if k in kinds and spec[k] is not None):
-        found += [_checked(doc.child(kind), kind, q) for q in doc.child(kind).strings()]
-    if not found:
-        raise doc.fail(f"needs a selector: one of the keys {list(kinds)}")
-    return tuple(found)
-
-
-def _checked(doc: _Doc, kind: str, query: str) -> SelectorSpec:
-    try:
-        if kind == "css":
-            _CSS.css_to_xpath(query)
-        elif kind == "xpath":
-            etree.XPath(query)
-        else:
-            compiled(query)
-    except (JMESPathError, Exception) as exc:  # cssselect, lxml and jmespath raise unrelated types
-        what = "JMESPath" if kind in STRUCTURED_KINDS else "selector"
-        raise doc.fail(f"invalid {kind} {what} {query!r}: {str(exc).splitlines()[0].removesuffix(', for expression:')}") from exc
-    return SelectorSpec(kind, query)
-
-
-def _links(doc: _Doc) -> dict[str, LinkSpec]:
+def _links(doc: _Doc, required: bool = True) -> dict[str, LinkSpec]:
+    if doc.value is None and not required:
+        return {}
     doc.mapping(set(LINK_KINDS))
     if doc.value.get("product") is None:
         raise doc.fail("needs a 'product' link kind (which links lead to product pages)")

@@ -23,7 +23,8 @@ from scrapy.http import TextResponse
 logger = logging.getLogger(__name__)
 
 SYNTAXES = {"jsonld": "json-ld", "microdata": "microdata", "opengraph": "opengraph", "rdfa": "rdfa"}
-PRODUCT_TYPES = frozenset({"Product", "MusicAlbum", "MusicRelease", "IndividualProduct", "ProductModel"})
+PRODUCT_TYPES = frozenset({"Product", "MusicAlbum", "MusicRelease", "IndividualProduct", "ProductModel",
+                           "ProductGroup"})
 
 
 @lru_cache(maxsize=512)

@@ -6,28 +6,35 @@ It keeps no lists of URLs or results: listings yield requests, product pages yie
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urljoin, urlparse
 
 import scrapy
+from protego import Protego
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 
 from recordhound.errors import record_error
-from recordhound.exceptions import ConfigError, ProfileError
+from recordhound.exceptions import ConfigError, FieldError, ProfileError
 from recordhound.extensions.health import PRODUCT_PAGES_STAT, SpidermonToDebug
 from recordhound.frontier.registry import KIND_META, report_failure
-from recordhound.frontier.retry import RetryPolicy
+from recordhound.frontier.retry import Problem, RetryPolicy
 from recordhound.items import Unchanged
 from recordhound.middlewares.render import RENDER_META, enable_rendering
 from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release, structured_data
+from recordhound.sources.profile import SitemapSpec
 from recordhound.sources.schema import with_base_url
+from recordhound.sources.shopify import next_page, products_json_url, release_of
+from recordhound.sources.sitemaps import LASTMOD_META, read_sitemap, wanted
+
+from twisted.python.failure import Failure
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +60,10 @@ class CatalogSpider(scrapy.Spider):
         base_url = kwargs.pop("base_url", None)
         if base_url:
             profile = with_base_url(profile, base_url)
+        if not profile.robots.obey:
+            crawler.settings.set("ROBOTSTXT_OBEY", False, priority="spider")
+            logger.warning("Not obeying robots.txt of %s (profile %s): %s", profile.base_url, profile.path,
+                           profile.robots.reason)
         if profile.render:
             try:
                 enable_rendering(crawler.settings, profile)
@@ -67,6 +78,15 @@ class CatalogSpider(scrapy.Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
+        if self.profile.platform == "shopify":
+            yield scrapy.Request(products_json_url(self.profile.base_url, 1), callback=self.parse_products_json,
+                                 errback=self.on_error, meta=self._meta("listing", "start"))
+            return
+        if self.profile.sitemap is not None:
+            for request in self._sitemap_starts(self.profile.sitemap):
+                yield request
+            if self.profile.sitemap.only:
+                return
         for url in self.profile.start_urls:
             yield scrapy.Request(urljoin(self.profile.base_url, url), callback=self.parse_listing,
                                  errback=self.on_error, meta=self._meta("listing", "start"))
@@ -81,6 +101,63 @@ class CatalogSpider(scrapy.Spider):
             for url in extract_links(response, link.selectors):
                 yield scrapy.Request(url, callback=callback, errback=self.on_error,
                                      priority=link.priority, meta=self._meta(kind))
+
+    def _sitemap_starts(self, spec: SitemapSpec) -> Iterator[scrapy.Request]:
+        """The profile's sitemaps, or robots.txt (whose ``Sitemap:`` lines name them)."""
+        if not spec.urls:
+            yield scrapy.Request(urljoin(self.profile.base_url, "/robots.txt"), callback=self.parse_robots,
+                                 errback=self.on_error, meta=self._meta("listing"))
+        for url in spec.urls:
+            yield scrapy.Request(urljoin(self.profile.base_url, url), callback=self.parse_sitemap,
+                                 errback=self.on_error, meta=self._meta("listing"))
+
+    def parse_robots(self, response: Response) -> Iterator[scrapy.Request]:
+        if response.status == 304 or not self._is_text(response):
+            return
+        for url in Protego.parse(response.text).sitemaps:
+            yield scrapy.Request(response.urljoin(url), callback=self.parse_sitemap, errback=self.on_error,
+                                 meta=self._meta("listing"))
+
+    def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
+        """A sitemap index leads to sitemaps; a urlset to product pages (with their ``lastmod``)."""
+        assert self.profile.sitemap is not None and self.crawler is not None
+        if response.status == 304:
+            return
+        try:
+            found = read_sitemap(response)
+        except FieldError as exc:
+            record_error(self.crawler, "sitemap", response.url, str(exc))
+            return
+        product = self.profile.links.get("product")
+        for entry in found.entries:
+            if found.index:
+                yield scrapy.Request(entry.url, callback=self.parse_sitemap, errback=self.on_error,
+                                     meta=self._meta("listing"))
+            elif wanted(self.profile.sitemap, entry.url):
+                yield scrapy.Request(entry.url, callback=self.parse_product, errback=self.on_error,
+                                     priority=product.priority if product else 10,
+                                     meta={**self._meta("product"), LASTMOD_META: entry.lastmod})
+
+    def parse_products_json(self, response: Response) -> Iterator[Any]:
+        """``platform: shopify``: one page of /products.json: its products, then the next page."""
+        assert self.crawler is not None and self.crawler.stats is not None
+        if response.status == 304 or not self._is_text(response):
+            return
+        try:
+            products = json.loads(response.text).get("products")
+        except (ValueError, AttributeError) as exc:
+            record_error(self.crawler, "products_json", response.url, f"not a products.json page: {exc}")
+            return
+        if not isinstance(products, list):
+            record_error(self.crawler, "products_json", response.url, "no 'products' list in the page")
+            return
+        for product in (p for p in products if isinstance(p, dict)):
+            self.crawler.stats.inc_value(PRODUCT_PAGES_STAT)
+            yield release_of(product, self.profile.base_url, self.profile.name)
+        if products:
+            yield scrapy.Request(products_json_url(self.profile.base_url, next_page(response.url)),
+                                 callback=self.parse_products_json, errback=self.on_error,
+                                 meta=self._meta("pagination"))
 
     def _meta(self, kind: str, render_kind: str | None = None) -> dict[str, Any]:
         """Plain JSON only: requests are stored in the frontier."""
@@ -111,6 +188,11 @@ class CatalogSpider(scrapy.Spider):
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on errback failures
         assert self.crawler is not None and self.retry_policy is not None
         problem = self.retry_policy.classify(failure)
+        if _forbidden_by_robots(failure):  # a page the shop asked not to be crawled: no error
+            problem = Problem("robots_forbidden", "forbidden by the shop's robots.txt", False)
+            report_failure(self.crawler, request, problem)
+            self.crawler.stats.inc_value("recordhound/robots/forbidden")
+            return
         retry_in = report_failure(self.crawler, request, problem)
         if retry_in is None:
             record_error(self.crawler, problem.kind, request.url, problem.message)
@@ -125,6 +207,10 @@ class CatalogSpider(scrapy.Spider):
         record_error(self.crawler, "not_html", response.url, "response is not a text page")
         return False
 
+
+
+def _forbidden_by_robots(failure: Failure) -> bool:
+    return isinstance(failure.value, IgnoreRequest) and "robots.txt" in str(failure.value)
 
 
 def _undecodable(response: Response) -> str | None:

@@ -1,0 +1,90 @@
+"""Offers per format and condition, on SQLite and PostgreSQL: a price change on one format writes
+history (or waits for review, above 5 %) for that offer only; releases match across shops by
+barcode, then label + catalogue number, then artists + title + year."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sqlalchemy import text
+
+from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.db.engine import make_engine
+from recordhound.db.migrate import upgrade
+from recordhound.db.sources import ensure_source
+from recordhound.items import Offer, Release
+from recordhound.review.docstore import SqliteDocStore
+from recordhound.review.queue import ReviewQueue
+
+LP, CD = "0724384960650", "0724384960643"  # valid EAN-13s
+
+
+@pytest.fixture
+def writer(database_url: str, tmp_path: Path) -> Iterator[CatalogWriter]:
+    engine = make_engine(database_url)
+    upgrade(engine)
+    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
+    yield CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=5.0))
+    queue.close()
+    engine.dispose()
+
+
+def _album(lp: str, cd: str, *, shop: str = "a", year: int = 2016, title: str = "Common Assault EP", catno: str | None = "FLD001",
+           label: str | None = "Fold Records", barcodes: tuple[str | None, str | None] = (LP, CD)) -> Release:
+    url = f"http://{shop}/album"
+    return Release(shop, url, f"{shop}-album", title, ["Gareth Wild"], label, catno, year, ["Techno"], offers=[
+        Offer(f"{shop}-lp", url, "LP", "new", None, None, Decimal(lp), "EUR", "in_stock", barcodes[0]),
+        Offer(f"{shop}-cd", url, "CD", "new", None, None, Decimal(cd), "EUR", "sold_out", barcodes[1]),
+    ])
+
+
+def _rows(writer: CatalogWriter, sql: str) -> list[tuple[object, ...]]:
+    with writer.engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(text(sql)).all()]
+
+
+def test_a_price_change_on_one_format_is_that_offers_history_only(writer: CatalogWriter) -> None:
+    source = ensure_source(writer.engine, "a", "html", "http://a/")
+    assert writer.write(source, [_album("12.00", "8.00")]).counts["offers_new"] == 2
+    assert writer.write(source, [_album("12.00", "8.00")]).counts["offers_unchanged"] == 2
+    changed = writer.write(source, [_album("12.30", "8.00")])  # +2.5 % on the LP: written
+    assert changed.counts["price_changes"] == 1
+    history = _rows(writer, "SELECT o.external_id, h.old_price, h.new_price FROM offer_history h "
+                            "JOIN offers o ON o.id = h.offer_id")
+    assert [(e, Decimal(str(o)), Decimal(str(n))) for e, o, n in history] == [
+        ("a-lp", Decimal("12.00"), Decimal("12.30"))]
+    held = writer.write(source, [_album("12.30", "12.00")])  # +50 % on the CD: waits for review
+    assert held.counts["prices_held"] == 1 and held.counts["price_changes"] == 0
+    offers = _rows(writer, "SELECT external_id, format, condition, price, availability, barcode, in_stock "
+                           "FROM offers ORDER BY id")
+    assert [(e, f, c, Decimal(str(p)), a, b, bool(s)) for e, f, c, p, a, b, s in offers] == [
+        ("a-lp", "LP", "new", Decimal("12.30"), "in_stock", LP, True),
+        ("a-cd", "CD", "new", Decimal("8.00"), "sold_out", CD, False)]
+    assert _rows(writer, "SELECT count(*) FROM offer_history") == [(1,)]
+
+
+def test_releases_match_by_barcode_then_catalogue_number_then_names(writer: CatalogWriter) -> None:
+    sources = {name: ensure_source(writer.engine, name, "html", f"http://{name}/") for name in "abcd"}
+    writer.write(sources["a"], [_album("12.00", "8.00")])
+    # another shop: another title spelling, no label, no catalogue number; one barcode in common
+    writer.write(sources["b"], [_album("13.00", "9.00", shop="b", title="Common Assault", catno=None, label=None,
+                                       barcodes=(None, CD))])
+    # a third: no barcodes, same label and catalogue number
+    writer.write(sources["c"], [_album("11.00", "7.50", shop="c", catno="FLD-001", barcodes=(None, None))])
+    # a fourth: nothing but artists, title and year
+    writer.write(sources["d"], [_album("11.00", "7.50", shop="d", title="Common Assault EP", catno=None,
+                                       label=None, barcodes=(None, None))])
+    # a fifth: the same names, another year: another release
+    writer.write(sources["d"], [_album("11.00", "7.50", shop="e", title="Common Assault EP", catno=None,
+                                       label=None, barcodes=(None, None), year=2017)])
+    releases = _rows(writer, "SELECT o.external_id, o.release_id FROM offers o ORDER BY o.id")
+    by_offer = dict(releases)  # type: ignore[arg-type]
+    assert {by_offer[f"{shop}-{fmt}"] for shop in "abcd" for fmt in ("lp", "cd")} == {1}
+    assert by_offer["e-lp"] == by_offer["e-cd"] == 2
+    assert _rows(writer, "SELECT id, barcode, catalog_number, year FROM releases ORDER BY id") == [
+        (1, LP, "FLD-001", 2016), (2, None, None, 2017)]

@@ -1,0 +1,112 @@
+"""robots.txt and sitemaps: a Crawl-delay of 2 s holds across three nodes sharing one Redis
+frontier; a sitemap-driven crawl (found through robots.txt's Sitemap: line, through a sitemap
+index and a gzipped sitemap) finds every product with no listing page; a following node that
+re-reads the sitemap fetches again only the pages whose lastmod moved. The shop's own record
+(``/_stats.json``) and its truth are what the tests compare with."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from recordhound.demo.catalog import Catalog
+from recordhound.demo.process import ShopProcess
+from recordhound.demo.shops import sections_truth
+from tests.integration.crawlers import CrawlSetup
+from tests.integration.truthcheck import assert_product_db_matches
+from tests.services import redis_url, run_crawl
+
+SITEMAP_PROFILE = {"structured": "schema.org", "title_rules": ["artist_title_catno"],
+                   "sitemap": {"follow": ["/products/"], "only": True},
+                   "links": {"product": 'a[href*="/products/"]::attr(href)'}}
+
+
+def _profile(tmp_path: Path, shop: ShopProcess, **extra: Any) -> Path:
+    document = {"name": "sitemapped", "base_url": shop.url, "start_urls": ["/shopify/collections/all"],
+                **SITEMAP_PROFILE, **extra}
+    path = tmp_path / "sitemapped.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_crawl_delay_of_two_seconds_holds_across_three_nodes(tmp_path: Path) -> None:
+    with ShopProcess(20, seed=91, throttle=("--crawl-delay", "2")) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, f"sqlite:///{tmp_path / 'p.sqlite3'}", redis_url())
+        nodes = []
+        try:
+            nodes = [setup.start(name=f"node{n}") for n in range(3)]
+            deadline = time.monotonic() + 60
+            while sum(map(len, shop.stats()["fetched_at"].values())) < 6:  # a dozen seconds of pages
+                assert time.monotonic() < deadline and all(n.process.poll() is None for n in nodes)
+                time.sleep(0.2)
+            for node in nodes:
+                node.signal(signal.SIGTERM)
+            for node in nodes:
+                node.wait(60)
+        finally:
+            for node in nodes:
+                node.ensure_stopped()
+            setup.cleanup()
+        stats = shop.stats()
+        moments = sorted(t for times in stats["fetched_at"].values() for t in times)
+        gaps = [b - a for a, b in zip(moments, moments[1:])]
+        assert len(moments) >= 6, stats["fetched_at"]
+        assert min(gaps) >= 1.9, gaps  # 2 s apart, whichever node sent them (arrival jitter aside)
+        assert stats["requests"]["/robots.txt"] >= 3  # each node read it before its first page
+
+
+def test_sitemap_crawl_finds_every_product_without_listing_pages(tmp_path: Path) -> None:
+    with ShopProcess(120, seed=5) as shop:
+        profile = _profile(tmp_path, shop)
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        result = run_crawl(tmp_path, database, "-a", f"source={profile}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert_product_db_matches(database, shop.truth()["sections"]["shopify"])
+        hits = shop.hits()
+        assert not [p for p in hits if "/collections/" in p], hits  # no listing page fetched
+        assert hits["/robots.txt"] >= 1 and hits["/shopify/sitemap.xml"] == 1
+        assert hits["/shopify/sitemap_collections_1.xml.gz"] == 1  # read (gzipped), its URLs filtered out
+        assert result.stats.get("recordhound/errors", 0) == 0, result.stats
+
+
+def test_a_recheck_fetches_only_pages_whose_lastmod_moved(tmp_path: Path) -> None:
+    seed, releases = 7, 120
+    before = {o["external_id"]: (o["path"], o["price"]) for o in sections_truth(Catalog(releases, seed))["shopify"]["offers"]}
+    after = sections_truth(Catalog(releases, seed, epoch=1))["shopify"]
+    moved = {o["path"] for o in after["offers"] if before[o["external_id"]][1] != o["price"]}
+    paths = {o["path"] for o in after["offers"]}
+    assert 0 < len(moved) < len(paths)
+    with ShopProcess(releases, seed=seed, throttle=("--epoch-seconds", "6", "--last-epoch", "1")) as shop:
+        profile = _profile(tmp_path, shop, recrawl={"listing": "1s"})
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        env = {**os.environ, "DATABASE_URL": database, "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
+        log = open(tmp_path / "follow.log", "w")  # noqa: SIM115 - closed below
+        node = subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", f"source={profile}",
+             "-s", "RECORDHOUND_FOLLOW=true", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000",
+             "-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true", "-s", "LOG_LEVEL=INFO"],
+            cwd=tmp_path, env=env, stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + 60
+            while shop.stats()["epoch"] < 1:
+                assert time.monotonic() < deadline and node.poll() is None, (tmp_path / "follow.log").read_text()[-3000:]
+                time.sleep(0.2)
+            time.sleep(5)  # the sitemap is read again after the epoch (every second)
+            node.send_signal(signal.SIGTERM)
+            assert node.wait(60) == 0, (tmp_path / "follow.log").read_text()[-3000:]
+        finally:
+            if node.poll() is None:
+                node.kill()
+                node.wait()
+            log.close()
+        fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
+        assert fetched == {path: 2 if path in moved else 1 for path in paths}
+        assert shop.hits()["/shopify/sitemap_products_1.xml"] >= 3  # re-read, every second
+        assert_product_db_matches(database, after)

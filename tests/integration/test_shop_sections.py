@@ -1,0 +1,82 @@
+"""Real-shop shapes: for each platform-like section of the demo shop (Shopify-like, WooCommerce-
+like, Bandcamp-like, marketplace), ``recordhound profile draft`` from the section's first listing
+URL, no hand edits, then a crawl: the product DB equals the section's truth (``/_truth.json``)
+offer by offer (format, condition, grades, price, currency, availability, barcode, catalogue
+number). robots.txt is obeyed: the market's reserved copy, which it disallows, is never fetched."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from recordhound.demo.process import ShopProcess
+from tests.integration.truthcheck import assert_product_db_matches
+from tests.services import run_crawl
+
+RESERVED = "/market/release/reserved-copy"
+
+
+@pytest.fixture(scope="module")
+def shop() -> Iterator[ShopProcess]:
+    with ShopProcess(120, seed=5) as running:
+        yield running
+
+
+def _recordhound(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
+    return subprocess.run([sys.executable, "-m", "recordhound", *args], cwd=workdir, capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+EXPECTED_DRAFT = {  # what the draft must have recognised, per section
+    "shopify": {"platform": "shopify", "title_rules": ["artist_title_catno"]},
+    "woo": {"structured": "schema.org", "title_rules": ["artist_title"]},
+    "bandcamp": {"structured": "schema.org", "title_rules": ["catno_slashes_artist_title"]},
+    "market": {"structured": "schema.org"},
+}
+
+
+@pytest.mark.parametrize("section", ["shopify", "woo", "bandcamp", "market"])
+def test_drafted_profile_crawls_the_section_to_its_truth(shop: ShopProcess, tmp_path: Path, section: str) -> None:
+    truth: dict[str, Any] = shop.truth()["sections"][section]
+    assert len({o["format"] for o in truth["offers"]}) > 1 or section in ("market",)
+    drafted = tmp_path / "drafted.yaml"
+    done = _recordhound(tmp_path, "profile", "draft", shop.url.rstrip("/") + truth["first_listing"],
+                        "--name", f"drafted_{section}", "-o", str(drafted))
+    assert done.returncode == 0, done.stderr[-3000:]
+    document = yaml.safe_load(drafted.read_text())
+    for key, value in EXPECTED_DRAFT[section].items():
+        assert document.get(key) == value, drafted.read_text()
+    database = f"sqlite:///{tmp_path / 'drafted.sqlite3'}"
+    before = shop.hits().get(RESERVED, 0)
+    result = run_crawl(tmp_path, database, "-a", f"source={drafted}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_product_db_matches(database, truth)
+    assert result.stats.get("recordhound/errors", 0) == 0, result.stats
+    if section == "market":  # linked from the first listing page, disallowed by robots.txt
+        assert shop.hits().get(RESERVED, 0) == before == 0
+        assert result.stats.get("recordhound/robots/forbidden") == 1, result.stats
+
+
+def test_a_profile_that_ignores_robots_txt_says_why_and_the_reason_is_logged(shop: ShopProcess, tmp_path: Path) -> None:
+    truth: dict[str, Any] = shop.truth()["sections"]["market"]
+    drafted = tmp_path / "drafted.yaml"
+    done = _recordhound(tmp_path, "profile", "draft", shop.url.rstrip("/") + truth["first_listing"],
+                        "--name", "permitted", "-o", str(drafted))
+    assert done.returncode == 0, done.stderr[-3000:]
+    document = yaml.safe_load(drafted.read_text())
+    reason = "crawled with the shop's written permission"
+    document["robots"] = {"obey": False, "reason": reason}
+    drafted.write_text(yaml.safe_dump(document))
+    before = shop.hits().get(RESERVED, 0)
+    result = run_crawl(tmp_path, f"sqlite:///{tmp_path / 'p.sqlite3'}", "-a", f"source={drafted}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert shop.hits().get(RESERVED, 0) == before + 1  # the page robots.txt disallows was fetched
+    assert f"Not obeying robots.txt of {shop.url}" in result.stderr and reason in result.stderr
