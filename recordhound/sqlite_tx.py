@@ -13,10 +13,11 @@ def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # the body failed, or COMMIT itself did (busy): never leave it open
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 @contextmanager
@@ -26,4 +27,5 @@ def snapshot(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield db
     finally:
-        db.execute("COMMIT")
+        if db.in_transaction:
+            db.execute("ROLLBACK")  # it only read

@@ -142,12 +142,15 @@ def count_tries(raw: str | bytes | None) -> int:
 class Committed:
     queued: int  # new entries queued (the rest were seen before)
     refused: int = 0  # acks and failures of leases that are no longer current (fenced off)
+    writes: int = 0  # the writer's commits the store has counted, this one included
+    regressed: bool = False  # the store counts fewer of the writer's commits than ``floor``: nothing applied
 
 
 @dataclass(frozen=True)
 class Reconciled:
     released: int  # leases the store gave this node that the process does not hold: back in the queue
     gone: list[Lease]  # leases the process holds that the store no longer has (drop them)
+    taken: bool = False  # ``token`` is no longer the node's registration: nothing was changed
 
 
 QUEUED, WAITING, LEASED, SCHEDULED, FAILED = "queued", "waiting", "leased", "scheduled", "failed"
@@ -225,10 +228,14 @@ class FrontierBackend(ABC):
 
     @abstractmethod
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
-               seeded: bool = False, rechecks: list[Recheck] | None = None) -> Committed:
+               seeded: bool = False, rechecks: list[Recheck] | None = None, writer: str = "",
+               floor: int = 0) -> Committed:
         """Atomically queue unseen entries, then ack, fail, and ack and schedule a recheck of current
         leases, in that order (a lease named twice: the first outcome is taken, the later refused;
-        ``seeded``: the start requests are all in, the same step)."""
+        ``seeded``: the start requests are all in, the same step). With ``writer`` (a node), the
+        store counts that node's commits; if it counts fewer than ``floor`` (what the node saw after
+        its last commit), it lost some of them (restored from an older snapshot): nothing is applied
+        and the answer says ``regressed``, so no ack lands before the node has re-sent what was lost."""
 
     @abstractmethod
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]: ...
@@ -252,10 +259,13 @@ class FrontierBackend(ABC):
         no longer current (the store lost them, or they expired and were taken over)."""
 
     @abstractmethod
-    def reconcile(self, node: str, held: list[Lease]) -> Reconciled:
+    def reconcile(self, node: str, held: list[Lease], token: str = "") -> Reconciled:
         """Make the store agree with what ``node``'s process holds, in one atomic step: leases the
         store gives ``node`` that are not in ``held`` are released (their reply was lost, or the
-        store came back from an older snapshot); ``held`` leases the store no longer has are named."""
+        store came back from an older snapshot); ``held`` leases the store no longer has are named.
+        With ``token``, a process registered as ``node`` under another token (it took the node id over
+        while this one stalled past its lease time) keeps its leases, and the answer says ``taken``;
+        a node id nobody holds (forgotten as dead) is this process's to re-sync."""
 
     @abstractmethod
     def leases_of(self, node: str) -> list[Lease]:

@@ -49,10 +49,11 @@ class EngineSignals:
             self.s.gate.free(request)
 
     def _scheduled(self, request: Request, spider: Spider) -> None:
-        """A child is about to be scheduled; a ``request_scheduled`` handler may still refuse it
-        (Scrapy's off-site filter does), and then ``enqueue_request`` never sees it: look once the
-        engine's synchronous scheduling step is over."""
-        if PARENT_ID in request.meta:
+        """A child (or a redirect standing for its parent) is about to be scheduled; a
+        ``request_scheduled`` handler may still refuse it (Scrapy's off-site filter does), and then
+        ``enqueue_request`` never sees it: look once the engine's synchronous scheduling step is over."""
+        replacement = FRONTIER_ID in request.meta and self.s.outcomes.is_downloading(request.meta[FRONTIER_ID])
+        if PARENT_ID in request.meta or replacement:
             if not self._to_look:
                 clock: Any = reactor
                 clock.callLater(0, self._look)
@@ -61,6 +62,10 @@ class EngineSignals:
     def _look(self) -> None:
         requests, self._to_look = self._to_look, []
         self.settle_if_dropped(requests)
+        for request in requests:  # a redirect (or retry) the engine dropped: its parent ends with it
+            frontier_id = request.meta.get(FRONTIER_ID)
+            if frontier_id is not None and self.s.outcomes.is_downloading(frontier_id):
+                self.s.outcomes.failed(frontier_id, f"redirect_dropped: to {request.url} (off-site or refused)")
 
     def settle_if_dropped(self, requests: list[Request]) -> None:
         """Children the engine dropped before ``enqueue_request`` settle their parent's count,

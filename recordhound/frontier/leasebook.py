@@ -16,7 +16,7 @@ from typing import Any
 from scrapy import Request
 
 from recordhound.frontier import recrawl
-from recordhound.frontier.backend import Lease, Leased
+from recordhound.frontier.backend import Entry, Lease, Leased
 from recordhound.frontier.registry import FRONTIER_ID
 
 
@@ -29,6 +29,7 @@ class Held:
     kind: str = ""  # the profile's link kind ("listing", "product", ...)
     state: dict[str, Any] = field(default_factory=dict)  # the recheck state it was leased with
     seen: recrawl.Seen | None = None  # what its fetch answered
+    children: list[Entry] = field(default_factory=list)  # what its response queued (re-sent if the store loses it)
 
 
 class LeaseBook:
@@ -56,6 +57,10 @@ class LeaseBook:
         no longer holds it: the store lost it, or it was already ended)."""
         held = self._held.pop(frontier_id, None)
         return None if held is None else (Lease(frontier_id, held.token), held)
+
+    def children(self) -> list[Entry]:
+        """Every child the held requests queued so far."""
+        return [entry for held in list(self._held.values()) for entry in held.children]
 
     def leases(self) -> list[Lease]:
         """Every (id, token) this process holds: what the renewer renews and reconcile compares."""

@@ -17,6 +17,7 @@ Key layout (P = ``{RECORDHOUND_REDIS_PREFIX}:{crawl}``):
     P:scheduled       ZSET  id -> due time of a done request kept for a recheck (recrawl schedule)
     P:validators      HASH  id -> a recheck's state (JSON: interval, ETag, Last-Modified, fingerprint)
     P:counters        HASH  seq, seen, done, failed
+    P:writes          HASH  node -> commits it made (a node that counts more than the store: the store regressed)
     P:failed          LIST  JSON {id, payload, reason, at, history, score, attempts}: dead letters
     P:state           HASH  status, start_claim (a node's token), seeded (start requests queued)
     P:nodes           HASH  node -> JSON {host, pid, token, heartbeat}
@@ -54,7 +55,7 @@ class RedisFrontier(FrontierBackend):
         self._scripts: dict[str, Any] = {}
         self._connections = 0
         names = ("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state", "nodes",
-                 "delayed", "score", "history", "scheduled", "validators", "lost")
+                 "delayed", "score", "history", "scheduled", "validators", "lost", "writes")
         self.keys = {name: f"{prefix}:{name}" for name in names}
 
     def open(self) -> None:
@@ -119,7 +120,8 @@ class RedisFrontier(FrontierBackend):
                                                                               "MASTERDOWN"))
 
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
-               seeded: bool = False, rechecks: list[Recheck] | None = None) -> Committed:
+               seeded: bool = False, rechecks: list[Recheck] | None = None, writer: str = "",
+               floor: int = 0) -> Committed:
         args: list[Any] = [f"{self.prefix}:seen:", f"{self.prefix}:leases:", len(entries)]
         for entry in entries:
             fp = entry.fingerprint
@@ -137,10 +139,11 @@ class RedisFrontier(FrontierBackend):
         args.append(len(rechecks or ()))
         for recheck in rechecks or ():
             args += [recheck.lease.id, recheck.lease.token, repr(max(0.0, recheck.due_in)), recheck.state]
+        args += [writer, floor]
         keys = self._k("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state",
-                       "delayed", "score", "history", "scheduled", "validators", "lost")
-        queued, refused = self._scripts["COMMIT"](keys=keys, args=args)
-        return Committed(int(queued), int(refused))
+                       "delayed", "score", "history", "scheduled", "validators", "lost", "writes")
+        queued, refused, writes, regressed = self._scripts["COMMIT"](keys=keys, args=args)
+        return Committed(int(queued), int(refused), int(writes), bool(regressed))
 
     def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
         keys = self._k("queue", "payloads", "owner", "expiry", "attempts", "delayed", "score", "history",
@@ -151,10 +154,11 @@ class RedisFrontier(FrontierBackend):
                        lost=int(flat[i + 6]), tries=count_tries(flat[i + 4]), state=flat[i + 5].decode())
                 for i in range(0, len(flat), 7)]
 
-    def _requeue(self, mode: str, *args: Any) -> tuple[int, list[int]]:
-        moved, gone = self._scripts["REQUEUE"](keys=self._k("queue", "owner", "expiry", "attempts", "lost"),
-                                               args=[f"{self.prefix}:leases:", mode, *args])
-        return int(moved), [int(i) for i in gone]
+    def _requeue(self, mode: str, *args: Any) -> tuple[int, list[int], bool]:
+        moved, gone, taken = self._scripts["REQUEUE"](
+            keys=self._k("queue", "owner", "expiry", "attempts", "lost", "nodes"),
+            args=[f"{self.prefix}:leases:", mode, *args])
+        return int(moved), [int(i) for i in gone], bool(taken)
 
     def release(self, leases: list[Lease]) -> int:
         moved = 0
@@ -169,8 +173,10 @@ class RedisFrontier(FrontierBackend):
                                       args=[node, lease_seconds, *_pairs(leases)])
         return [leases[int(k)] for k in gone]
 
-    def reconcile(self, node: str, held: list[Lease]) -> Reconciled:
-        released, gone = self._requeue("reconcile", node, *_pairs(held))
+    def reconcile(self, node: str, held: list[Lease], token: str = "") -> Reconciled:
+        released, gone, taken = self._requeue("reconcile", node, token, *_pairs(held))
+        if taken:
+            return Reconciled(0, list(held), taken=True)
         return Reconciled(released, [held[k] for k in gone])  # gone: positions in held
 
     def leases_of(self, node: str) -> list[Lease]:

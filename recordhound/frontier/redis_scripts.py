@@ -17,6 +17,7 @@ end
 """
 
 # KEYS: queue payloads counters owner expiry attempts failed state delayed score history scheduled validators lost
+#       writes
 # ARGV: seen_prefix node_prefix n [bucket field priority payload]*n na [id token]*na
 #       nf [id token reason retry_in attempt]*nf seeded(0/1) nr [id token due_in state]*nr
 # retry_in "": failed for good (a dead letter); else seconds the entry waits in P:delayed.
@@ -42,6 +43,11 @@ local function appended(id, attempt)
   if attempt ~= '' then history[#history + 1] = cjson.decode(attempt) end
   return history
 end
+-- the last two ARGV: the writer (a node) and the count of its writes it last saw; a store that
+-- counts fewer lost some of them (restored from an older snapshot): nothing is applied
+local writer, floor = ARGV[#ARGV - 1], tonumber(ARGV[#ARGV])
+local writes = tonumber(redis.call('HGET', KEYS[15], writer) or '0')
+if writer ~= '' and writes < floor then return {0, 0, writes, 1} end
 local i = 3
 local n = tonumber(ARGV[i]); i = i + 1
 local queued, seen = 0, 0
@@ -115,7 +121,8 @@ for _ = 1, nr do
   end
 end
 if done + kept > 0 then redis.call('HINCRBY', KEYS[3], 'done', done + kept) end
-return {queued, na + nf + nr - done - failed - retried - kept}
+if writer ~= '' then writes = redis.call('HINCRBY', KEYS[15], writer, 1) end
+return {queued, na + nf + nr - done - failed - retried - kept, writes, 0}
 """
 
 # KEYS: queue payloads owner expiry attempts delayed score history scheduled validators counters lost
@@ -186,12 +193,13 @@ end
 return moved
 """
 
-# Return leases to the queue. KEYS: queue owner expiry attempts lost   ARGV: node_prefix mode arg...
+# Return leases to the queue. KEYS: queue owner expiry attempts lost nodes   ARGV: node_prefix mode arg...
 # mode "leases": arg... are id, token pairs (only current leases move: released, no loss counted);
 # "node": arg is a node whose process is gone, "expired": every lease past its expiry (both
 # expired: each counts in P:lost); "reconcile": arg is a node, then the id, token pairs its process
-# holds: the node's other leases are released, and the held ones the store no longer has are returned
-# (as their 0-based positions among the pairs). Returns {moved, gone}.
+# holds (after the node's registration token: '' = unfenced): the node's other leases are released, and
+# the held ones the store no longer has are returned (as their 0-based positions among the pairs); a
+# caller that is no longer the node's registered process changes nothing. Returns {moved, gone, taken}.
 REQUEUE = PARSE_OWNER + """
 local function current_token(id)
   local owner = redis.call('HGET', KEYS[2], id)
@@ -205,11 +213,15 @@ if ARGV[2] == 'leases' then
     if current_token(ARGV[j]) == ARGV[j + 1] then ids[#ids + 1] = ARGV[j] end
   end
 elseif ARGV[2] == 'reconcile' then
+  if ARGV[4] ~= '' then  -- fenced: a process registered as this node under another token owns it now
+    local registered = redis.call('HGET', KEYS[6], ARGV[3])
+    if registered and cjson.decode(registered).token ~= ARGV[4] then return {0, {}, 1} end
+  end
   local held = {}  -- "id|token" of every held pair (a process may name one id with two tokens)
-  for j = 4, #ARGV, 2 do
+  for j = 5, #ARGV, 2 do
     held[ARGV[j] .. '|' .. ARGV[j + 1]] = true
     local token, node = current_token(ARGV[j])
-    if token ~= ARGV[j + 1] or node ~= ARGV[3] then gone[#gone + 1] = (j - 4) / 2 end
+    if token ~= ARGV[j + 1] or node ~= ARGV[3] then gone[#gone + 1] = (j - 5) / 2 end
   end
   for _, id in ipairs(redis.call('SMEMBERS', ARGV[1] .. ARGV[3])) do
     if not held[id .. '|' .. (current_token(id) or '')] then ids[#ids + 1] = id end
@@ -236,7 +248,7 @@ for _, id in ipairs(ids) do
     redis.call('SREM', ARGV[1] .. ARGV[3], id)  -- a stale member (a store restored from a snapshot)
   end
 end
-return {moved, gone}
+return {moved, gone, 0}
 """
 
 # KEYS: expiry owner attempts   ARGV: node lease_seconds id token ...  (renew the leases a process

@@ -31,10 +31,10 @@ from twisted.internet import threads
 from recordhound.config import FrontierConfig
 from recordhound.errors import record_error
 from recordhound.frontier import registry, serialize
-from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Recheck
+from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, Leased, Recheck
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.hostgate import HostGate
-from recordhound.frontier.leasebook import LeaseBook
+from recordhound.frontier.leasebook import Held, LeaseBook
 from recordhound.frontier.outage import Outage
 from recordhound.frontier.outcomes import Outcomes
 from recordhound.frontier.policy import CrawlPolicy
@@ -42,7 +42,7 @@ from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
 from recordhound.frontier.seeding import Seeding
 from recordhound.frontier.engine_signals import EngineSignals
 from recordhound.frontier.upkeep import Upkeep
-from recordhound.frontier.writes import WriteBuffer
+from recordhound.frontier.writes import Flushed, WriteBuffer
 from recordhound.frontier import lifecycle, recrawl
 from recordhound.pause import pauses
 from recordhound.robots import robots_limits
@@ -75,6 +75,7 @@ class FrontierScheduler:
         self.upkeep = Upkeep(self)
         self.engine_signals = EngineSignals(self)
         self.phase = "new"  # new | open | broken (a non-transient store error: the crawl is closing)
+        self.writes = 0  # this node's commits the store counted at the last one (it must not count fewer)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -178,7 +179,7 @@ class FrontierScheduler:
     def enqueue_request(self, request: Request) -> bool:
         parent = request.meta.get(FRONTIER_ID)
         child_of = request.meta.pop(PARENT_ID, None)
-        queued = self._buffer(request, start=parent is None and child_of is None)
+        entry = self._buffer(request, start=parent is None and child_of is None)
         if parent is not None and self.outcomes.is_downloading(parent):
             # a retry or redirect stands for its parent now (even when it is a duplicate);
             # the parent's ack is written after the buffer that holds its replacement
@@ -188,29 +189,31 @@ class FrontierScheduler:
             else:
                 self.outcomes.replaced(parent)
         if child_of is not None:
+            if entry is not None and entry.fingerprint is not None and (held := self.book.get(child_of)):
+                held.children.append(entry)  # sent again if the store loses it before the parent's ack
             self.outcomes.child_enqueued(child_of)  # buffered: written before its parent's ack
         if len(self.buffer.entries) >= self.config.push_batch:
             self.flush_safely()
-        return queued
+        return entry is not None
 
-    def _buffer(self, request: Request, start: bool) -> bool:
+    def _buffer(self, request: Request, start: bool) -> Entry | None:
         assert self.spider is not None
         fingerprint = None if request.dont_filter else self.df.fingerprint(request)
         if fingerprint is not None and (fingerprint in self.buffer.fingerprints or fingerprint in self.upkeep.seen):
             self.inc("duplicates")
-            return False
+            return None
         try:
             payload = serialize.dumps(request, self.spider)
         except serialize.UnserializableRequest as exc:
             self.inc("unserializable")
             record_error(self.crawler, "unserializable_request", request.url, str(exc))
-            return False
+            return None
         entry = Entry(fingerprint, request.priority, payload)
         self.buffer.add(entry)
         if start:
             self.seeding.keep(entry)
         self.crawler.stats.inc_value("scheduler/enqueued")
-        return True
+        return entry
 
     def next_request(self) -> Request | None:
         if self.phase == "broken" or self.gate is None:
@@ -267,7 +270,12 @@ class FrontierScheduler:
             self.backend_error(exc)
             return
         self.inc("leased", len(leased))
+        busy = [entry for entry in leased if entry.id in self.book or entry.id in self.outcomes]
+        if busy:  # an older lease of the same id is still in this process (the store lost or expired it):
+            self._give_back(busy)  # its events could not be told apart; the entry comes back later
         for entry in leased:
+            if entry in busy:
+                continue
             state = recrawl.load_state(entry.state)
             self.book.hold(entry, state=state)
             if entry.lost >= self.config.max_attempts:
@@ -287,14 +295,29 @@ class FrontierScheduler:
             self.book.hand(request)
         self.upkeep.publish_leases()
 
+    def _give_back(self, entries: list[Leased]) -> None:
+        assert self.backend is not None
+        try:
+            self.inc("released", self.backend.release([entry.lease for entry in entries]))
+        except Exception as exc:  # the backend's client raises its own error types; they expire then
+            self.backend_error(exc)
+
     # --- outcomes ---------------------------------------------------------------------
 
-    def _acked(self, frontier_id: int) -> None:
+    def _end(self, frontier_id: int) -> tuple[Lease, Held] | None:
+        """Take a finished request's lease out of the book (its slot freed, its children kept with
+        the buffer until its outcome is written); None: the store no longer has it."""
         if self.gate is not None:
             self.gate.free_lease(frontier_id)
         ended = self.book.end(frontier_id)
         if ended is None:
-            self.inc("stale_dropped")  # the store no longer has this lease: nothing to write
+            self.inc("stale_dropped")  # nothing to write
+            return None
+        self.buffer.kept.extend(ended[1].children)
+        return ended
+
+    def _acked(self, frontier_id: int) -> None:
+        if (ended := self._end(frontier_id)) is None:
             return
         lease, held = ended
         planned = recrawl.next_state(self.policy.recrawl, held.kind, held.state, held.seen) \
@@ -310,11 +333,7 @@ class FrontierScheduler:
             self.inc("changed" if change else "unchanged")
 
     def _failed(self, frontier_id: int, reason: str, retry_in: float | None = None) -> None:
-        if self.gate is not None:
-            self.gate.free_lease(frontier_id)
-        ended = self.book.end(frontier_id)
-        if ended is None:
-            self.inc("stale_dropped")
+        if (ended := self._end(frontier_id)) is None:
             return
         lease, held = ended
         attempt = json.dumps({"at": round(time.time(), 3), "node": self.node, "outcome": reason})
@@ -335,15 +354,29 @@ class FrontierScheduler:
 
     def flush(self) -> None:
         assert self.backend is not None
-        fingerprints = self.buffer.fingerprints
-        seeding = self.buffer.seed
-        flushed = self.buffer.flush(self.backend)
-        if flushed is None:
+        flushed = self._write()
+        if flushed is not None and flushed.committed.regressed:
+            self.writes = flushed.committed.writes
+            self.upkeep.regressed()  # re-sends what the store lost, then writes again
+            flushed = self._write()
+        if flushed is None or flushed.committed.regressed:
             return
+        self._written(flushed)
+
+    def _write(self) -> Flushed | None:
+        assert self.backend is not None
+        fingerprints, seeding = self.buffer.fingerprints, self.buffer.seed
+        flushed = self.buffer.flush(self.backend, self.node, self.writes)
+        if flushed is None or flushed.committed.regressed:
+            return flushed
+        self.writes = flushed.committed.writes
         self.upkeep.seen.update(fingerprints)
         self.upkeep.written()
         if seeding:
             self.seeding.written = True
+        return flushed
+
+    def _written(self, flushed: Flushed) -> None:
         committed = flushed.committed
         self.inc("queued", committed.queued)
         self.inc("duplicates", flushed.queued_offered - committed.queued)

@@ -54,7 +54,11 @@ class SqliteFrontier(FrontierBackend):
         try:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise RecordhoundError(f"the frontier file {self.path} cannot use SQLite's WAL mode (it stays "
+                                       f"{mode!r}: a network file system?); put RECORDHOUND_FRONTIER_DIR or "
+                                       "JOBDIR on a local disk")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
             self._add_columns(self._db)
@@ -109,9 +113,13 @@ class SqliteFrontier(FrontierBackend):
         return isinstance(exc, sqlite3.OperationalError)  # locked, busy, disk I/O
 
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
-               seeded: bool = False, rechecks: list[Recheck] | None = None) -> Committed:
+               seeded: bool = False, rechecks: list[Recheck] | None = None, writer: str = "",
+               floor: int = 0) -> Committed:
         queued = seen = 0
         with self._tx() as db:
+            writes = self._writes(db, writer)
+            if writer and writes < floor:
+                return Committed(0, 0, writes, regressed=True)
             for entry in entries:
                 if entry.fingerprint is not None:
                     if not db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (entry.fingerprint,)).rowcount:
@@ -133,7 +141,15 @@ class SqliteFrontier(FrontierBackend):
             acks = [*acks, *(r.lease for r in rechecks or ())]
             if seeded:
                 db.execute("INSERT OR REPLACE INTO state VALUES ('seeded', '1')")
-        return Committed(queued, len(acks) + len(failures) - done - taken)
+            if writer:
+                self._add(db, f"writes:{writer}", 1)
+                writes += 1
+        return Committed(queued, len(acks) + len(failures) - done - taken, writes)
+
+    @staticmethod
+    def _writes(db: sqlite3.Connection, writer: str) -> int:
+        row = db.execute("SELECT value FROM counters WHERE name = ?", (f"writes:{writer}",)).fetchone() if writer else None
+        return int(row[0]) if row else 0
 
     def _fail(self, db: sqlite3.Connection, failures: list[Failure]) -> int:
         """Retries go back to the queue to wait, the rest to the dead letters; returns how many
@@ -210,8 +226,11 @@ class SqliteFrontier(FrontierBackend):
                 f"UPDATE queue SET expires = ? WHERE {CURRENT} AND owner = ?",
                 (expires, lease.id, lease.token, node)).rowcount]
 
-    def reconcile(self, node: str, held: list[Lease]) -> Reconciled:
+    def reconcile(self, node: str, held: list[Lease], token: str = "") -> Reconciled:
         with self._tx() as db:
+            registered = db.execute("SELECT token FROM nodes WHERE node = ?", (node,)).fetchone() if token else None
+            if registered is not None and registered[0] != token:  # another process owns the node id now
+                return Reconciled(0, list(held), taken=True)
             stored = {Lease(r[0], r[1]) for r in db.execute("SELECT id, attempts FROM queue WHERE owner = ?", (node,))}
             released = self._release(db, sorted(stored - set(held), key=lambda lease: lease.id), node)
         return Reconciled(released, [lease for lease in held if lease not in stored])

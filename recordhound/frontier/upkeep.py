@@ -124,6 +124,9 @@ class Upkeep:
             if not s.outage.due():
                 return
             s.backend.probe()  # a real round trip, or the outage goes on
+            # an outage longer than the lease: renew what this process holds before anyone, this node
+            # included, returns it as expired (what another node took already is gone)
+            s.backend.renew(s.node, self._held(), s.config.lease_seconds)
         s.flush()  # outcomes first: a lease whose ack is written is not the store's to return
         now = time.monotonic()
         if now - self._clock["reclaim"] >= RECLAIM_EVERY_SECONDS:
@@ -148,9 +151,12 @@ class Upkeep:
         s = self.s
         assert s.backend is not None
         connections = s.backend.connections()
-        if connections != self._marks["connections"]:
+        reconciled = s.backend.reconcile(s.node, self._held(), s.token)
+        if reconciled.taken:
+            raise RecordhoundError(f"node id {s.node} was registered by another process while this one stalled; "
+                                   "its leases are that process's now: this one stops")
+        if connections != self._marks["connections"] or reconciled.released or reconciled.gone:
             self.seen.clear()  # the store may have lost what this process wrote last
-        reconciled = s.backend.reconcile(s.node, self._held())
         self._marks["connections"] = connections
         for lease in reconciled.gone:
             if s.gate is not None:
@@ -168,6 +174,20 @@ class Upkeep:
                 s.buffer.add(entry)
             s.buffer.seed = True
         self._counts = None
+
+    def regressed(self) -> None:
+        """The store counts fewer of this node's commits than it made: it came back from an older
+        snapshot. Everything the held requests (and those whose outcome waits) queued is sent
+        again (the seen-set drops what survived), the lease book is re-synced, then the write goes on."""
+        s = self.s
+        logger.warning("The frontier store lost writes of this node (restored from an older snapshot?); "
+                       "re-sending what the requests in hand queued before their outcomes are written")
+        s.inc("store_regressions")
+        self.seen.clear()
+        for entry in s.book.children() + s.buffer.kept:
+            if entry.fingerprint not in s.buffer.fingerprints:
+                s.buffer.add(entry)
+        self.resync()
 
     def _reclaim(self) -> None:
         """Leases of nodes that died or expired come back; the book is checked against the store."""

@@ -29,6 +29,7 @@ class WriteBuffer:
     rechecks: list[Recheck] = field(default_factory=list)
     seed: bool = False  # the start requests are all buffered: mark the crawl seeded with them
     rechecked: bool = False  # the buffer holds a page fetched again (its own crash point)
+    kept: list[Entry] = field(default_factory=list)  # children of the pages whose outcome waits here
 
     def __bool__(self) -> bool:
         return bool(self.entries or self.acks or self.failures or self.rechecks or self.seed)
@@ -46,7 +47,7 @@ class WriteBuffer:
             self.fingerprints.add(entry.fingerprint)
         self.entries.append(entry)
 
-    def flush(self, backend: FrontierBackend) -> Flushed | None:
+    def flush(self, backend: FrontierBackend, writer: str = "", floor: int = 0) -> Flushed | None:
         """Write everything buffered in one commit; the buffer is emptied only once it is stored
         (take ``fingerprints`` before: they are what the commit made seen)."""
         if not self:
@@ -54,14 +55,16 @@ class WriteBuffer:
         failpoints.hit("frontier.before_flush")
         if self.rechecked:
             failpoints.hit("frontier.before_recheck_flush")
-        committed = backend.commit(self.entries, self.acks, self.failures, self.seed, self.rechecks)
+        committed = backend.commit(self.entries, self.acks, self.failures, self.seed, self.rechecks, writer, floor)
+        if committed.regressed:
+            return Flushed(committed, 0, 0, 0, 0)  # nothing was written: the buffer stays as it is
         failpoints.hit("frontier.after_flush")
         retried = sum(1 for f in self.failures if f.retry_in is not None)
         flushed = Flushed(committed, len(self.entries), len(self.acks) + len(self.rechecks), retried,
                           len(self.failures) - retried)
         if retried:
             failpoints.hit("frontier.after_retry_flush")
-        self.entries, self.acks, self.failures, self.rechecks = [], [], [], []
+        self.entries, self.acks, self.failures, self.rechecks, self.kept = [], [], [], [], []
         self.fingerprints = set()
         self.seed = self.rechecked = False
         return flushed

@@ -58,26 +58,30 @@ class Batcher(Generic[T, R]):
                 future.set_result(None)
 
     async def _write_until_stored(self, items: list[T]) -> R:
-        """Retry a transient failure with backoff, the crawl paused, until the batch is stored."""
+        """Retry a transient failure with backoff, the crawl paused, until the batch is stored;
+        the pause ends however the batch ends (stored, failed for good, cancelled)."""
         attempt = 0
-        while True:
-            try:
-                result = await self._write(items)
-            except Exception as exc:
-                if not self._is_transient(exc):
-                    raise
-                attempt += 1
-                delay = backoff_seconds(attempt, self._retry_max)
-                if attempt == 1:
-                    self._pause()
-                logger.warning("Could not store %d items (%s: %s); crawl paused, retry %d in %.1f s",
-                               len(items), type(exc).__name__, exc, attempt, delay)
-                await asyncio.sleep(delay)
-                continue
+        try:
+            while True:
+                try:
+                    result = await self._write(items)
+                except Exception as exc:
+                    if not self._is_transient(exc):
+                        raise
+                    attempt += 1
+                    delay = backoff_seconds(attempt, self._retry_max)
+                    if attempt == 1:
+                        self._pause()
+                    logger.warning("Could not store %d items (%s: %s); crawl paused, retry %d in %.1f s",
+                                   len(items), type(exc).__name__, exc, attempt, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                if attempt:
+                    logger.warning("Stored %d items after %d retries; crawl resumed", len(items), attempt)
+                return result
+        finally:
             if attempt:
-                logger.warning("Stored %d items after %d retries; crawl resumed", len(items), attempt)
                 self._resume()
-            return result
 
     async def _tick(self) -> None:
         while True:

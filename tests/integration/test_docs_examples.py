@@ -36,7 +36,7 @@ PG_DOCUMENTED = "postgresql+psycopg://postgres@127.0.0.1:5432/recordhound"
 REDIS_DOCUMENTED = "redis://127.0.0.1:6379/0"
 # Read from the environment by the code or the tests, not settings (checked below).
 ENVIRONMENT = {"RECORDHOUND_FAILPOINTS", "RECORDHOUND_TEST_PG_URL", "RECORDHOUND_TEST_REDIS_URL",
-               "RECORDHOUND_ARTIFACTS_DIR"}
+               "RECORDHOUND_ARTIFACTS_DIR", "RECORDHOUND_FAULT_TRIALS", "RECORDHOUND_FAULT_SEED"}
 PAGES = pages()
 
 

@@ -371,3 +371,33 @@ def test_a_lease_named_twice_in_one_commit_takes_the_first_outcome_in_ack_fail_r
     states = backend.states()
     assert list(states) == [a.id] and states[a.id].state == FAILED
     assert backend.verify() == []
+
+
+def test_only_the_registered_process_of_a_node_may_reconcile_it(backend: FrontierBackend) -> None:
+    """A process that stalled past its lease time, whose node id another process took over, must
+    not release the new holder's leases when it wakes (review finding)."""
+    backend.commit([entry(u) for u in "abc"], [], [])
+    assert backend.claim_node("n1", NodeInfo("host", 1, "tokA", 0.0), None)
+    stale = backend.lease("n1", 3, 60)
+    assert backend.claim_node("n1", NodeInfo("host", 2, "tokB", 0.0), "tokA")  # A looked dead: B took n1
+    backend.reclaim_node("n1")
+    current = backend.lease("n1", 3, 60)
+    result = backend.reconcile("n1", [x.lease for x in stale], "tokA")
+    assert result.taken and result.released == 0
+    assert backend.counts().leased == {"n1": 3}
+    assert backend.renew("n1", [x.lease for x in current], 60) == []  # B's leases are untouched
+    assert not backend.reconcile("n1", [x.lease for x in current], "tokB").taken
+
+
+def test_a_store_that_lost_a_writers_commits_applies_nothing_until_told(backend: FrontierBackend) -> None:
+    """A node counts its commits; a store that counts fewer (restored from an older snapshot) refuses
+    the next commit, so no ack lands before the node re-sent what the store lost."""
+    first = backend.commit([entry("a")], [], [], writer="n1", floor=0)
+    assert (first.writes, first.regressed) == (1, False)
+    (a,) = backend.lease("n1", 1, 60)
+    refused = backend.commit([entry("child")], [a.lease], [], writer="n1", floor=5)
+    assert refused.regressed and refused.writes == 1
+    assert backend.counts().leased == {"n1": 1} and not backend.is_seen(fp("child"))  # nothing applied
+    again = backend.commit([entry("child")], [a.lease], [], writer="n1", floor=refused.writes)
+    assert not again.regressed and again.writes == 2 and backend.counts().done == 1
+    assert backend.verify() == []
