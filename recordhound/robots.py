@@ -23,10 +23,26 @@ if TYPE_CHECKING:
     from recordhound.frontier.politeness import Limits
 
 logger = logging.getLogger(__name__)
-FETCH_TIMEOUT_SECONDS = 10.0
 
 
-def fetch_robots(base_url: str, user_agent: str, timeout: float = FETCH_TIMEOUT_SECONDS) -> Protego | None:
+class UnreadableRobotsOneLine(logging.Filter):
+    """Scrapy logs a robots.txt it cannot download as an ERROR with a traceback; for recordhound
+    that is one warning line (every page is then allowed; the crawl's own errors say the rest)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Error downloading") and record.exc_info:
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def install_log_filter() -> None:
+    robots_logger = logging.getLogger("scrapy.downloadermiddlewares.robotstxt")
+    if not any(isinstance(f, UnreadableRobotsOneLine) for f in robots_logger.filters):
+        robots_logger.addFilter(UnreadableRobotsOneLine())
+
+
+def fetch_robots(base_url: str, user_agent: str, timeout: float) -> Protego | None:
     """The shop's robots.txt, parsed; None when it has none (or it cannot be read: allow all)."""
     request = urllib.request.Request(urljoin(base_url, "/robots.txt"), headers={"User-Agent": user_agent})
     try:
@@ -60,7 +76,7 @@ def robots_limits(limits: Limits, spider: Any, settings: BaseSettings) -> Limits
     if profile is None or not settings.getbool("ROBOTSTXT_OBEY") or not profile.base_url:
         return limits
     agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or "*"
-    delay = crawl_delay(fetch_robots(profile.base_url, agent), agent)
+    delay = crawl_delay(fetch_robots(profile.base_url, agent, settings.getfloat("DOWNLOAD_TIMEOUT")), agent)
     if delay:
         logger.info("robots.txt of %s: Crawl-delay %g s, so at most %.3g requests a second (all nodes)",
                     profile.base_url, delay, 1.0 / delay)

@@ -116,15 +116,20 @@ def _shop_knowledge(draft: Draft, listing: TextResponse, products: list[TextResp
     if found:
         draft.notes["platform"] = f"{found} recognised"
     if found == "shopify":
-        parsed = urlparse(listing.url)
-        draft.document["base_url"] = urlunparse((parsed.scheme, parsed.netloc, draft_shops.shop_root(listing.url),
-                                                 "", "", ""))
-        draft.document["platform"] = "shopify"
-        draft.notes["platform"] += ": products and their variants come from /products.json"
-        currency = draft_shops.og_currency(products)
-        if currency:
-            draft.document["price"] = {"default_currency": currency}
+        _shopify(draft, listing, products)
     return added
+
+
+def _shopify(draft: Draft, listing: TextResponse, products: list[TextResponse]) -> None:
+    """A Shopify store: its products and variants from /products.json, in the currency its pages show."""
+    parsed = urlparse(listing.url)
+    draft.document["base_url"] = urlunparse((parsed.scheme, parsed.netloc, draft_shops.shop_root(listing.url),
+                                             "", "", ""))
+    draft.document["platform"] = "shopify"
+    draft.notes["platform"] += ": products and their variants come from /products.json"
+    currency = draft_shops.og_currency(products)
+    if currency:
+        draft.document["price"] = {"default_currency": currency}
 
 
 # -- links ---------------------------------------------------------------------------------------

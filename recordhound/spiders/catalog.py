@@ -24,6 +24,7 @@ from recordhound.frontier.registry import KIND_META, report_failure
 from recordhound.frontier.retry import Problem, RetryPolicy
 from recordhound.items import Unchanged
 from recordhound.middlewares.render import RENDER_META, enable_rendering
+from recordhound.robots import install_log_filter
 from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release, structured_data
 from recordhound.sources.profile import SitemapSpec
@@ -72,6 +73,7 @@ class CatalogSpider(scrapy.Spider):
                 raise
         spider = super().from_crawler(crawler, *args, profile=profile, **kwargs)
         spider.retry_policy = RetryPolicy.from_settings(crawler.settings, profile.retry)
+        install_log_filter()  # an unreadable robots.txt: one warning line, no traceback
         if not any(isinstance(f, SpidermonToDebug) for f in spider.logger.logger.filters):
             spider.logger.logger.addFilter(SpidermonToDebug())  # crawl health is reported in one line
         logger.info("recordhound: crawling source %s (profile %s)", source, profile.path)  # `recordhound jobs` reads it

@@ -50,6 +50,8 @@ def test_crawl_delay_of_two_seconds_holds_across_three_nodes(tmp_path: Path) -> 
                 node.signal(signal.SIGTERM)
             for node in nodes:
                 node.wait(60)
+            pages = [n.stats().get("response_received_count", 0) - n.stats().get("robotstxt/response_count", 0)
+                     for n in nodes]
         finally:
             for node in nodes:
                 node.ensure_stopped()
@@ -60,6 +62,7 @@ def test_crawl_delay_of_two_seconds_holds_across_three_nodes(tmp_path: Path) -> 
         assert len(moments) >= 6, stats["fetched_at"]
         assert min(gaps) >= 1.9, gaps  # 2 s apart, whichever node sent them (arrival jitter aside)
         assert stats["requests"]["/robots.txt"] >= 3  # each node read it before its first page
+        assert sum(1 for n in pages if n > 0) >= 2, pages  # the pages came from more than one node
 
 
 def test_sitemap_crawl_finds_every_product_without_listing_pages(tmp_path: Path) -> None:
