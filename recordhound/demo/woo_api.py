@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from recordhound.demo.catalog import slug
-from recordhound.demo.shops import CURRENCY, ShopRelease
+from recordhound.demo.shops import CURRENCY, ShopRelease, catalog_numbers
 from recordhound.demo.site import Page
 
 API_PATH = "/woo/wp-json/wc/store/v1/products"
@@ -53,7 +53,7 @@ def _json(status: int, value: Any, headers: tuple[tuple[str, str], ...] = ()) ->
 def _product(release: ShopRelease, origin: str) -> dict[str, Any]:
     offer = release.offers[0]
     cents = str(round(offer.price() * 100))
-    attributes = [("Artist", [release.artist]), ("Label", [release.label]), ("Cat. No.", [release.catno]),
+    attributes = [("Artist", [release.artist]), ("Label", [release.label]), ("Cat. No.", catalog_numbers(release)),
                   ("Format", [offer.label]), ("Year", [str(release.year)] if release.year else []),
                   ("Genre", list(release.styles)), ("EAN", [offer.barcode] if offer.barcode else [])]
     return {

@@ -5,7 +5,8 @@ short), one offer per product, with no product page fetched.
 A product's ``prices.price`` is in minor units (``"1999"`` with ``currency_minor_unit: 2`` is
 19.99 in ``currency_code``); ``is_in_stock`` / ``is_on_backorder`` say its availability; its
 ``attributes`` (``[{name: "Label", terms: [{name: ...}]}]``) are read as a spec table's rows are
-(Artist, Label, Cat. No., Year, Genre, Format, EAN, in a few languages). The name usually holds the
+(Artist, Label, Cat. No., Year, Genre, Format, EAN, in a few languages); a Cat. No. with several
+terms is a release with several catalogue numbers. The name usually holds the
 artists too: the profile's ``title_rules`` split it.
 """
 
@@ -41,7 +42,7 @@ def release_of(product: dict[str, Any], base_url: str, source: str) -> RawReleas
     url = _text(product.get("permalink")) or urljoin(base_url, f"?p={product.get('id')}")
     raw = RawRelease(source=source, url=url, external_id=_text(product.get("id")), title=_text(product.get("name")),
                      artists=fields.get("artists", []), label=_first(fields, "label"),
-                     catalog_number=_first(fields, "catalog_number"), year=_first(fields, "year"),
+                     catalog_number=" / ".join(fields.get("catalog_number", [])) or None, year=_first(fields, "year"),
                      styles=fields.get("styles", []), barcode=_first(fields, "barcode"),
                      country=_first(fields, "country"))
     raw.structured = ["price"]

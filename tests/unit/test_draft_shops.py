@@ -135,7 +135,7 @@ def test_a_store_api_product_is_a_release_with_one_offer() -> None:
                               {"name": "Format", "terms": [{"name": "2 x LP"}]}, {"name": "Colour", "terms": []}]}
     raw = woocommerce.release_of(product, "https://s.example/", "shop")
     assert (raw.url, raw.external_id, raw.artists, raw.catalog_number, raw.styles) == (
-        "https://s.example/product/t/", "7", ["Artist"], "ABC-1", ["House", "Techno"])
+        "https://s.example/product/t/", "7", ["Artist"], "ABC-1 / XYZ 2", ["House", "Techno"])  # two numbers
     [offer] = raw.offers
     assert (offer.external_id, offer.price, offer.currency, offer.availability, offer.format) == (
         "W7", "24.99", "EUR", "pre-order", "2 x LP")
