@@ -49,9 +49,12 @@ def main(debug: bool) -> None:
 @click.option("--last-epoch", default=1_000_000, type=click.IntRange(0), help="...up to this epoch")
 @click.option("--offsite-links", is_flag=True, help="each listing page also links to another site")
 @click.option("--crawl-delay", default=0.0, type=click.FloatRange(0), help="robots.txt's Crawl-delay (0: none)")
+@click.option("--woo-store-api", default="open", show_default=True, type=click.Choice(["open", "closed"]),
+              help="the WooCommerce-like section's Store API (closed: it answers 401)")
 def demo_shop(host: str, port: int, releases: int, seed: int, epoch: int, export_dir: str | None,
               rate: float, latency: float, unavailable_every: int, unavailable_times: int,
-              epoch_seconds: float, last_epoch: int, offsite_links: bool, crawl_delay: float) -> None:
+              epoch_seconds: float, last_epoch: int, offsite_links: bool, crawl_delay: float,
+              woo_store_api: str) -> None:
     """Serve the deterministic demo record shop (prints its base URL)."""
     from recordhound.demo.catalog import Catalog
     from recordhound.demo.process import READY_PREFIX
@@ -62,7 +65,7 @@ def demo_shop(host: str, port: int, releases: int, seed: int, epoch: int, export
         _export(catalog, export_dir)
         return
     shop = DemoShop(catalog, Throttle(rate, latency, unavailable_every, unavailable_times, crawl_delay=crawl_delay),
-                    Epochs(epoch_seconds, max(last_epoch, epoch)), offsite_links)
+                    Epochs(epoch_seconds, max(last_epoch, epoch)), offsite_links, woo_store_api=woo_store_api == "open")
 
     def ready(url: str) -> None:
         click.echo(f"{READY_PREFIX} {len(catalog.products)} products ({releases} releases, "
@@ -425,6 +428,7 @@ def profile_draft(url: str, products: tuple[str, ...], name: str | None, output:
 
     from recordhound.sources import load_profile
     from recordhound.sources.draft import draft_profile, product_link_candidates
+    from recordhound.sources.draft_shops import store_api_probes
     from recordhound.sources.fetch import fetch_samples
 
     host = urlparse(url).hostname or ""
@@ -434,12 +438,13 @@ def profile_draft(url: str, products: tuple[str, ...], name: str | None, output:
         label = "" if re.fullmatch(r"[\d.:\[\]]+", host) else host.removeprefix("www.").split(".")[0]
         name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "shop"
     target = Path(output or Path("profiles") / f"{name}.yaml")
-    fetched = fetch_samples(url, list(products), product_link_candidates, current_settings(), samples)
+    fetched = fetch_samples(url, list(products), product_link_candidates, current_settings(), samples,
+                            probe=store_api_probes)
     for error in fetched.errors:
         click.echo(f"fetch failed: {error}", err=True)
     if fetched.listing is None:
         raise click.ClickException(f"cannot fetch the listing page {url}; see above")
-    draft = draft_profile(name, fetched.listing, fetched.products)
+    draft = draft_profile(name, fetched.listing, fetched.products, fetched.probes)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(draft.yaml(url), encoding="utf-8")
     load_profile(str(target))  # what it wrote must load

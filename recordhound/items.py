@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from recordhound.text import split_catalog_numbers
+
 
 @dataclass
 class FieldProblem:
@@ -104,6 +106,11 @@ class Release:
     format: str | None = None
     condition: str | None = None
     offers: list[Offer] = field(default_factory=list)  # empty: the page is one offer (the fields above)
+    catalog_numbers: list[str] = field(default_factory=list)  # all of them; ``catalog_number`` is the first
+
+    def numbers(self) -> list[str]:
+        """Every catalogue number of the release ("FLD001 / CAT-2" is two), the first first."""
+        return self.catalog_numbers or split_catalog_numbers(self.catalog_number)
 
     def all_offers(self) -> list[Offer]:
         """The offers to store: the page's several offers, or the page itself as one."""

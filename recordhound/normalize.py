@@ -14,7 +14,7 @@ from recordhound.items import FieldProblem, Offer, RawRelease, Release
 from recordhound.sources.title_rules import split_title
 from recordhound.prices import ImplausiblePrice, parse_price
 from recordhound.sources.profile import Profile
-from recordhound.text import DEFAULT_NAME_SEPARATORS, clean, parse_bool, parse_year, split_names
+from recordhound.text import DEFAULT_NAME_SEPARATORS, clean, parse_bool, parse_year, split_catalog_numbers, split_names
 
 
 @dataclass
@@ -44,12 +44,13 @@ def normalize_release(raw: RawRelease, profile: Profile) -> Outcome:
     release = Release(
         source=raw.source, url=raw.url, external_id=clean(raw.external_id) or raw.url,
         title=title or "", artists=artists, label=clean(raw.label) or split.get("label"),
-        catalog_number=clean(raw.catalog_number) or split.get("catalog_number"),
+        catalog_numbers=split_catalog_numbers(clean(raw.catalog_number) or split.get("catalog_number")),
         format=music.format_name(raw.format or split.get("format")), condition=music.condition(raw.condition),
         country=clean(raw.country),
         styles=split_names(raw.styles, _separators(profile, "styles", ())),
         problems=problems, line=raw.line,
     )
+    release.catalog_number = next(iter(release.catalog_numbers), None)
     release.year = parse_year(raw.year)
     if raw.year and release.year is None:
         problem("year", f"no year in {raw.year!r}")

@@ -50,6 +50,20 @@ def catalog_number_key(value: str) -> str:
     return "".join(ch for ch in fold(value) if ch.isalnum())
 
 
+_CATNO_SEPARATORS = re.compile(r"\s+/{1,2}\s+|\s*;\s*|,\s+|\s+\|\s+")
+
+
+def split_catalog_numbers(value: str | None) -> list[str]:
+    """"FLD001 / CAT-2" → ["FLD001", "CAT-2"] (also ``;``, ``, ``, `` | ``), repeats dropped by
+    their matching key; a number's own "/" without spaces ("SUB 12/3") stays."""
+    numbers: dict[str, str] = {}
+    for part in _CATNO_SEPARATORS.split(value or ""):
+        part = part.strip()
+        if part and (key := catalog_number_key(part)) and key not in numbers:
+            numbers[key] = part
+    return list(numbers.values())
+
+
 def split_names(values: Iterable[str], separators: Iterable[str] = DEFAULT_NAME_SEPARATORS) -> list[str]:
     """Split "A / B" style strings into names, keeping order and dropping repeats."""
     names: list[str] = []

@@ -48,6 +48,9 @@ def problem(item: Release) -> str | None:
     for field in ("external_id", "title", "catalog_number", "currency", "barcode", "country"):
         if (reason := _too_long(field, getattr(item, field))) is not None:
             return reason
+    for number in item.numbers():
+        if (reason := _too_long("catalog_number", number)) is not None:
+            return reason
     for offer in item.offers:
         if (reason := _offer_problem(offer)) is not None:
             return reason

@@ -17,13 +17,14 @@ from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
 from recordhound.db.models import Source
 from recordhound.db.offers import HeldPrice, OfferRow, write_offers
-from recordhound.db.releases import ReleaseRow, by_barcode, by_names, write_releases
+from recordhound.db.releases import ReleaseRow, by_barcode, by_catalog_numbers, by_names, write_releases
 from recordhound.items import Offer, Release
 from recordhound.review import gate
 from recordhound.review.items import release_doc
 from recordhound.review.factory import open_queue
 from recordhound.review.queue import PriceHold, ReviewQueue
 from recordhound.review.suggest import NameIndex
+from recordhound.text import catalog_number_key, name_key
 
 
 @dataclass
@@ -188,9 +189,9 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
     keys = _release_keys(conn, items, [tuple(dict.fromkeys(artists[a] for a in i.artists)) for i in items])
     wanted = {
         key: ReleaseRow(
-            key, item.title, labels[item.label] if item.label else None, item.catalog_number,
+            key, item.title, labels[item.label] if item.label else None, next(iter(item.numbers()), None),
             item.year, tuple(dict.fromkeys(artists[a] for a in item.artists)),
-            frozenset(styles[s] for s in item.styles), item.release_barcode(), item.country,
+            frozenset(styles[s] for s in item.styles), item.release_barcode(), item.country, tuple(item.numbers()),
         )
         for key, item in zip(keys, items)
     }
@@ -208,18 +209,26 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
 
 
 def _release_keys(conn: Connection, items: list[Release], artist_ids: list[tuple[int, ...]]) -> list[str]:
-    """Each item's release: the one stored with its barcode, else label + catalogue number, else
-    artists + title + year (``release_key``, or a stored release with the same names)."""
+    """Each item's release: the one stored with its barcode, else with its label and any of its
+    catalogue numbers, else artists + title + year (``release_key``, or a stored release with the
+    same names)."""
     barcodes = {item.release_barcode() for item in items} | {o.barcode for i in items for o in i.offers}
     known = by_barcode(conn, sorted(code for code in barcodes if code))
+    numbered = [i for i, item in enumerate(items) if item.label and item.numbers()]
+    by_index = {numbered[n]: key for n, key in by_catalog_numbers(
+        conn, [(items[i].label or "", items[i].numbers()) for i in numbered]).items()}
     unnumbered = [i for i, item in enumerate(items) if release_key(item).startswith("rel:")]
     named = by_names(conn, [(items[i].title, items[i].year, artist_ids[i]) for i in unnumbered])
-    by_index = {unnumbered[n]: key for n, key in named.items()}
+    by_index.update({unnumbered[n]: key for n, key in named.items()})
+    numbers: dict[str, str] = {}  # label|catno → natural key, for later items of the batch
     keys = []
     for index, item in enumerate(items):
         codes = [item.release_barcode(), *(o.barcode for o in item.offers)]
-        key = next((known[code] for code in codes if code in known), None) or by_index.get(index, release_key(item))
+        catnos = [f"{name_key(item.label)}|{catalog_number_key(n)}" for n in item.numbers()] if item.label else []
+        key = (next((known[code] for code in codes if code in known), None)
+               or next((numbers[c] for c in catnos if c in numbers), None) or by_index.get(index, release_key(item)))
         known.update({code: key for code in codes if code and code not in known})  # later items of the batch
+        numbers.update({c: key for c in catnos if c not in numbers})
         keys.append(key)
     return keys
 

@@ -10,9 +10,10 @@ from recordhound.text import catalog_number_key, name_key
 
 
 def release_key(item: Release) -> str:
-    """Label + catalogue number when the shop prints both, else artists + title + year."""
-    if item.label and item.catalog_number and catalog_number_key(item.catalog_number):
-        key = f"cat:{name_key(item.label)}|{catalog_number_key(item.catalog_number)}"
+    """Label + (first) catalogue number when the shop prints both, else artists + title + year."""
+    numbers = item.numbers()
+    if item.label and numbers:
+        key = f"cat:{name_key(item.label)}|{catalog_number_key(numbers[0])}"
     else:
         artists = "+".join(name_key(a) for a in item.artists)
         key = f"rel:{artists}|{name_key(item.title)}|{item.year or ''}"

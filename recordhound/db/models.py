@@ -105,6 +105,7 @@ class Release(Base):
     artists: Mapped[list[Artist]] = relationship(secondary="release_artists", viewonly=True,
                                                  order_by="ReleaseArtist.position")
     styles: Mapped[list[Style]] = relationship(secondary="release_styles", viewonly=True)
+    catalog_numbers: Mapped[list[ReleaseCatno]] = relationship(viewonly=True, order_by="ReleaseCatno.position")
     offers: Mapped[list[Offer]] = relationship(viewonly=True)
 
     def __str__(self) -> str:
@@ -117,6 +118,19 @@ class ReleaseArtist(Base):
     release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), primary_key=True)
     artist_id: Mapped[int] = mapped_column(ForeignKey("artists.id"), primary_key=True, index=True)
     position: Mapped[int] = mapped_column(Integer)
+
+
+class ReleaseCatno(Base):
+    """Every catalogue number of a release (a reissue may carry two labels' numbers), in the order
+    the shop printed them; ``releases.catalog_number`` keeps the first. ``catno_key`` is the
+    matching key ("ABC-00012" = "abc 00012")."""
+
+    __tablename__ = "release_catnos"
+
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    catalog_number: Mapped[str] = mapped_column(String(100))
+    catno_key: Mapped[str] = mapped_column(String(100), index=True)
 
 
 class ReleaseStyle(Base):

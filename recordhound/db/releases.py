@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from recordhound.db.ids import insert_with_ids
-from recordhound.db.models import Offer, Release, ReleaseArtist, ReleaseStyle
+from recordhound.db.models import Label, Offer, Release, ReleaseArtist, ReleaseCatno, ReleaseStyle
 from recordhound.text import catalog_number_key, name_key
 
 
@@ -24,14 +24,16 @@ class ReleaseRow:
     style_ids: frozenset[int]
     barcode: str | None = None
     country: str | None = None
+    catalog_numbers: tuple[str, ...] = ()  # all of them, ``catalog_number`` first
 
     def same_as(self, stored: ReleaseRow) -> bool:
         """Equal, counting "ABC-00012" and "ABC 00012" as one catalogue number (no flip-flops)."""
         if self == stored:
             return True
         same_number = catalog_number_key(self.catalog_number or "") == catalog_number_key(
-            stored.catalog_number or "")
-        return same_number and replace(self, catalog_number=stored.catalog_number) == stored
+            stored.catalog_number or "") and _keys(self.catalog_numbers) == _keys(stored.catalog_numbers)
+        return same_number and replace(self, catalog_number=stored.catalog_number,
+                                       catalog_numbers=stored.catalog_numbers) == stored
 
     def columns(self) -> dict[str, object]:
         return {"natural_key": self.natural_key, "title": self.title, "label_id": self.label_id,
@@ -39,10 +41,21 @@ class ReleaseRow:
                 "country": self.country}
 
     def keeping(self, stored: ReleaseRow) -> ReleaseRow:
-        """Identifiers another shop printed are kept when this one does not print them."""
+        """Identifiers another shop printed are kept when this one does not print them. Catalogue
+        numbers keep their stored order (the first stays first), in this shop's spelling, with the
+        ones this shop adds after them."""
+        spelled = {catalog_number_key(n): n for n in self.catalog_numbers}
+        known = _keys(stored.catalog_numbers)
+        numbers = tuple(spelled.get(k, n) for k, n in zip(known, stored.catalog_numbers)) + tuple(
+            n for k, n in spelled.items() if k not in known)
         return replace(self, barcode=stored.barcode or self.barcode, country=self.country or stored.country,
                        label_id=self.label_id or stored.label_id, year=self.year or stored.year,
-                       catalog_number=self.catalog_number or stored.catalog_number)
+                       catalog_number=numbers[0] if numbers else self.catalog_number or stored.catalog_number,
+                       catalog_numbers=numbers)
+
+
+def _keys(numbers: tuple[str, ...]) -> list[str]:
+    return [catalog_number_key(n) for n in numbers]
 
 
 def write_releases(conn: Connection, wanted: dict[str, ReleaseRow]) -> tuple[dict[str, int], int, int]:
@@ -71,6 +84,26 @@ def by_barcode(conn: Connection, barcodes: list[str]) -> dict[str, str]:
                         .where(Offer.barcode.in_(barcodes)).order_by(Offer.id))
     for code, key in rows:
         found.setdefault(str(code), key)
+    return found
+
+
+def by_catalog_numbers(conn: Connection, wanted: list[tuple[str, list[str]]]) -> dict[int, str]:
+    """For each (label, catalogue numbers) at its index, the natural key of a stored release of that
+    label that carries any of the numbers ("CAT-2" finds the release stored as "FLD001 / CAT-2")."""
+    keys = {catalog_number_key(n) for _, numbers in wanted for n in numbers} - {""}
+    if not keys:
+        return {}
+    rows = conn.execute(select(ReleaseCatno.catno_key, Label.name_key, Release.natural_key)
+                        .join(Release, Release.id == ReleaseCatno.release_id).join(Label, Label.id == Release.label_id)
+                        .where(ReleaseCatno.catno_key.in_(sorted(keys))).order_by(Release.id)).all()
+    stored: dict[tuple[str, str], str] = {}
+    for catno_key, label_key, natural_key in rows:
+        stored.setdefault((label_key, catno_key), natural_key)
+    found = {}
+    for index, (label, numbers) in enumerate(wanted):
+        key = next((stored[k] for n in numbers if (k := (name_key(label), catalog_number_key(n))) in stored), None)
+        if key is not None:
+            found[index] = key
     return found
 
 
@@ -110,11 +143,15 @@ def _load(conn: Connection, keys: list[str]) -> dict[str, tuple[int, ReleaseRow]
         select(ReleaseStyle.release_id, ReleaseStyle.style_id).where(ReleaseStyle.release_id.in_(ids))
     ):
         styles.setdefault(rid, set()).add(sid)
+    numbers: dict[int, list[tuple[int, str]]] = {}
+    for rid, pos, number in conn.execute(select(ReleaseCatno.release_id, ReleaseCatno.position,
+                                                ReleaseCatno.catalog_number).where(ReleaseCatno.release_id.in_(ids))):
+        numbers.setdefault(rid, []).append((pos, number))
     return {
         r.natural_key: (r.id, ReleaseRow(
             r.natural_key, r.title, r.label_id, r.catalog_number, r.year,
             tuple(aid for _, aid in sorted(artists.get(r.id, []))), frozenset(styles.get(r.id, ())),
-            r.barcode, r.country,
+            r.barcode, r.country, tuple(n for _, n in sorted(numbers.get(r.id, []))),
         ))
         for r in rows
     }
@@ -143,14 +180,19 @@ def _update(conn: Connection, changed: list[tuple[int, ReleaseRow]]) -> None:
     ids = [rid for rid, _ in changed]
     conn.execute(delete(ReleaseArtist).where(ReleaseArtist.release_id.in_(ids)))
     conn.execute(delete(ReleaseStyle).where(ReleaseStyle.release_id.in_(ids)))
+    conn.execute(delete(ReleaseCatno).where(ReleaseCatno.release_id.in_(ids)))
     _link(conn, changed)
 
 
 def _link(conn: Connection, releases: list[tuple[int, ReleaseRow]]) -> None:
-    """Artist and style link rows (no sequences: rewriting them burns no IDs)."""
+    """Artist, style and catalogue number rows (no sequences: rewriting them burns no IDs)."""
     artists = [{"release_id": rid, "artist_id": aid, "position": pos}
                for rid, row in releases for pos, aid in enumerate(row.artist_ids)]
     styles = [{"release_id": rid, "style_id": sid} for rid, row in releases for sid in sorted(row.style_ids)]
+    numbers = [{"release_id": rid, "position": pos, "catalog_number": number, "catno_key": catalog_number_key(number)}
+               for rid, row in releases for pos, number in enumerate(row.catalog_numbers)]
+    if numbers:
+        conn.execute(insert(ReleaseCatno), numbers)
     if artists:
         conn.execute(insert(ReleaseArtist), artists)
     if styles:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
-from recordhound.demo import feeds, sitemaps
+from recordhound.demo import feeds, sitemaps, woo_api
 from recordhound.demo.shop_pages import build_shop_sections
 from recordhound.demo.shops import section_releases
 from recordhound.demo.catalog import Catalog
@@ -65,9 +65,10 @@ class DemoShop:
     """State shared by all connections: the pages, the request counts, the one-time faults."""
 
     def __init__(self, catalog: Catalog, throttle: Throttle = Throttle(), epochs: Epochs = Epochs(),
-                 offsite_links: bool = False) -> None:
+                 offsite_links: bool = False, woo_store_api: bool = True) -> None:
         self.catalog, self.throttle, self.epochs = catalog, throttle, epochs
         self.offsite_links = offsite_links  # each listing page links to another site (never to be fetched)
+        self.woo_store_api = woo_store_api  # False: the WooCommerce-like Store API answers 401
         self.started, self.first_epoch = time.time(), catalog.epoch
         self.origin = "http://127.0.0.1/"  # the server's own URL once it listens (robots.txt, sitemaps)
         self.site: dict[str, Page] = {}
@@ -111,7 +112,7 @@ class DemoShop:
         if self.offsite_links:
             self.site = with_offsite_links(self.site)
         for path, page in self.site.items():
-            if page.status == 200 and page.content_type.startswith("text/html"):
+            if page.status == 200 and (page.content_type.startswith("text/html") or _product_json(path)):
                 etag = '"' + hashlib.sha1(page.body, usedforsecurity=False).hexdigest()[:20] + '"'
                 if self.validators.get(path, ("", 0.0))[0] != etag:
                     self.validators[path] = (etag, now)
@@ -174,6 +175,8 @@ class DemoShop:
             return sitemaps.products_sitemap(self.origin, {p: self.validators[p][1] for p in products})
         if target == sitemaps.COLLECTIONS_PATH:
             return sitemaps.collections_sitemap(self.origin)
+        if target.startswith(woo_api.API_PATH):
+            return woo_api.store_api(section_releases(self.catalog, "woo"), target, self.origin, self.woo_store_api)
         if target in feeds.FEEDS:
             content_type, render = feeds.FEEDS[target]
             return self._cached(target, content_type, lambda: render(self.catalog))
@@ -258,6 +261,11 @@ class _Connection(asyncio.Protocol):
         self.transport.write(head if head_only else head + page.body)
         if not keep_alive:
             self.transport.close()
+
+
+def _product_json(path: str) -> bool:
+    """A Shopify-like product's own ``.json``: validated (ETag, Last-Modified) like its page."""
+    return path.startswith("/shopify/products/") and path.endswith(".json")
 
 
 def _not_modified_since(since: str | None, changed_at: float) -> bool:

@@ -17,6 +17,7 @@ PAGE_SIZES = {"shopify": 20, "woo": 12, "market": 10}
 SHOPIFY_JSON_LIMIT = 30  # products per /products.json page (Shopify's default)
 AVAILABILITY = {"in_stock": "InStock", "sold_out": "OutOfStock", "pre_order": "PreOrder"}
 GERMAN_STOCK = {"in_stock": "auf Lager", "sold_out": "ausverkauft", "pre_order": "vorbestellbar"}
+WP_API_LINK = '<link rel="https://api.w.org/" href="/woo/wp-json/">'  # WordPress names its REST root
 RESERVED_PATH = "/market/release/reserved-copy"  # disallowed by robots.txt, linked from the market
 
 
@@ -106,7 +107,8 @@ def _shopify_listing(chunk: list[ShopRelease], page: int, total: int) -> Page:
 def woo_site(releases: list[ShopRelease]) -> dict[str, Page]:
     site = _paged("woo", releases, lambda page: f"/woo/shop/page/{page}/", _woo_listing, first="/woo/shop/")
     for release in releases:
-        site[release.path] = html(release.title, _woo_product(release), body_class="product woocommerce")
+        site[release.path] = html(release.title, _woo_product(release), head=WP_API_LINK,
+                                  body_class="product woocommerce")
     return site
 
 
@@ -121,7 +123,7 @@ def _woo_listing(chunk: list[ShopRelease], page: int, total: int) -> Page:
     if page < total:
         nav += f'<li><a class="next page-numbers" href="/woo/shop/page/{page + 1}/">→</a></li>'
     return html("Shop", f'<ul class="products columns-4">\n{items}</ul>'
-                f'<nav class="woocommerce-pagination"><ul class="page-numbers">{nav}</ul></nav>',
+                f'<nav class="woocommerce-pagination"><ul class="page-numbers">{nav}</ul></nav>', head=WP_API_LINK,
                 body_class="archive post-type-archive woocommerce woocommerce-page")
 
 

@@ -54,7 +54,7 @@ class ShopRelease:
     title: str
     artist: str
     label: str
-    catno: str
+    catno: str  # as the shop prints it: "FLD001 / CAT-2" when a reissue carries two numbers
     year: int | None
     styles: tuple[str, ...]
     offers: tuple[ShopOffer, ...]
@@ -81,9 +81,18 @@ def _release(catalog: Catalog, section: str, product: Product, rng: random.Rando
     offers = [_at_epoch(catalog, offer) for offer in OFFER_MAKERS[section](product, rng, index)]
     return ShopRelease(
         key=handle, path=paths[section], title=product.title, artist=catalog.artist_names[product.artist_ids[0]],
-        label=product.label, catno=product.catno, year=None if section == "shopify" else product.year,
+        label=product.label, catno=_catno(section, product, index), year=None if section == "shopify" else product.year,
         styles=() if section == "shopify" else tuple(catalog.style_names[i] for i in product.style_ids),
         offers=tuple(offers))
+
+
+def _catno(section: str, product: Product, index: int) -> str:
+    """The WooCommerce-like shop's first release is a reissue with a second number of its own."""
+    return f"{product.catno} / RE-{product.release:04d}" if section == "woo" and index == 0 else product.catno
+
+
+def catalog_numbers(release: ShopRelease) -> list[str]:
+    return release.catno.split(" / ")
 
 
 def _at_epoch(catalog: Catalog, offer: ShopOffer) -> ShopOffer:
@@ -145,7 +154,8 @@ OFFER_MAKERS = {"shopify": _shopify, "woo": _woo, "bandcamp": _bandcamp, "market
 def section_offers(section: str, releases: list[ShopRelease]) -> dict[str, Any]:
     offers = [{
         "external_id": offer.sku, "path": release.path, "title": release.title, "artists": [release.artist],
-        "label": release.label, "catalog_number": release.catno, "year": release.year,
+        "label": release.label, "catalog_number": catalog_numbers(release)[0],
+        "catalog_numbers": catalog_numbers(release), "year": release.year,
         "styles": list(release.styles), "price": str(offer.price()), "currency": CURRENCY[section],
         "in_stock": offer.availability == "in_stock", "availability": offer.availability, "format": offer.format,
         "condition": offer.condition, "media_grade": offer.media_grade, "sleeve_grade": offer.sleeve_grade,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from urllib.parse import urlparse, urlunparse
 
-from scrapy.http import TextResponse
+from scrapy.http import Response, TextResponse
 
 from recordhound.prices import parse_price
 from recordhound.exceptions import FieldError, ProfileError
@@ -61,7 +61,9 @@ def product_link_candidates(listing: TextResponse) -> list[str]:
     return group[1] if group else []
 
 
-def draft_profile(name: str, listing: TextResponse, products: list[TextResponse]) -> Draft:
+def draft_profile(name: str, listing: TextResponse, products: list[TextResponse],
+                  probes: dict[str, Response] | None = None) -> Draft:
+    """``probes``: the answers to ``draft_shops.store_api_probes`` (a WooCommerce shop's Store API)."""
     if not products:
         raise FieldError(f"no product page to learn the fields from: {listing.url} has no product links "
                          "this draft could recognise; give one with --product URL")
@@ -83,14 +85,15 @@ def draft_profile(name: str, listing: TextResponse, products: list[TextResponse]
     draft.matched = {**({n: structured.counts[n] for n in structured.found} if structured else {}),
                      **{n: count for n, (_, count) in fields.items()}}
     known = set(fields) | set(structured.found if structured else ())
-    known |= _shop_knowledge(draft, listing, products, known)
+    known |= _shop_knowledge(draft, listing, products, known, probes or {})
     for missing in (n for n in REQUIRED_FIELDS if n not in known):
         draft.warnings.append(f"no selector found for the required field {missing!r}: add it under fields")
     _price_notes(products, draft, structured.found if structured else ())
     return draft
 
 
-def _shop_knowledge(draft: Draft, listing: TextResponse, products: list[TextResponse], known: set[str]) -> set[str]:
+def _shop_knowledge(draft: Draft, listing: TextResponse, products: list[TextResponse], known: set[str],
+                    probes: dict[str, Response]) -> set[str]:
     """Spec tables, product names that hold artists / catalogue numbers, and the platform; returns
     the fields these add."""
     added = set()
@@ -117,6 +120,8 @@ def _shop_knowledge(draft: Draft, listing: TextResponse, products: list[TextResp
         draft.notes["platform"] = f"{found} recognised"
     if found == "shopify":
         _shopify(draft, listing, products)
+    if found == "woocommerce":
+        _woocommerce(draft, probes)
     return added
 
 
@@ -130,6 +135,19 @@ def _shopify(draft: Draft, listing: TextResponse, products: list[TextResponse]) 
     currency = draft_shops.og_currency(products)
     if currency:
         draft.document["price"] = {"default_currency": currency}
+
+
+def _woocommerce(draft: Draft, probes: dict[str, Response]) -> None:
+    """A WooCommerce shop whose Store API answers: its products from there, no page fetched; else
+    the pages, as drafted."""
+    root, said = draft_shops.store_api_root(probes)
+    draft.notes["platform"] += ": " + said
+    if root is None:
+        draft.notes["platform"] += "; products come from the pages"
+        return
+    draft.document["base_url"] = root
+    draft.document["platform"] = "woocommerce"
+    draft.notes["platform"] += "; products come from it (wp-json/wc/store/v1/products)"
 
 
 # -- links ---------------------------------------------------------------------------------------

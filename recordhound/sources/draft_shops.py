@@ -10,11 +10,12 @@ a common shop language ("Next", "Weiter", "mehr", "Suivant", "»"...), path page
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from urllib.parse import urlparse
 
-from scrapy.http import TextResponse
+from scrapy.http import Response, TextResponse
 
 from recordhound.sources.title_rules import BUNDLED, compile_rule, split_title
 from recordhound.text import fold, name_key
@@ -36,6 +37,8 @@ SPEC_ROWS: dict[str, tuple[str, ...]] = {
     "barcode": ("ean", "barcode", "upc", "gtin", "ean upc"),
     "country": ("country", "land", "pays", "pais", "herkunftsland"),
 }
+MAX_PROBES = 2  # Store API requests a draft may send
+STORE_API_PROBE = "wp-json/wc/store/v1/products?per_page=1"
 TITLE_RULE_ORDER = ("catno_slashes_artist_title", "artist_title_catno", "catno_artist_title", "artist_title")
 
 
@@ -103,6 +106,41 @@ def shop_root(url: str) -> str:
         if marker in path:
             return path.split(marker, 1)[0] + "/"
     return "/"
+
+
+def store_api_probes(listing: TextResponse) -> list[str]:
+    """A WooCommerce listing: where its Store API would answer, at most ``MAX_PROBES`` URLs on the
+    listing's own host (the REST root WordPress names in ``<link rel="https://api.w.org/">``, then
+    the folder before ``/shop/`` or ``/product/``, then the host's root)."""
+    if platform([listing]) != "woocommerce":
+        return []
+    host = urlparse(listing.url).netloc
+    roots = [listing.urljoin(h).removesuffix("/").removesuffix("/wp-json") + "/"
+             for h in listing.css('link[rel="https://api.w.org/"]::attr(href)').getall()]
+    path = urlparse(listing.url).path
+    roots += [listing.urljoin(path.split(m, 1)[0] + "/") for m in ("/shop/", "/product/") if m in path]
+    roots.append(listing.urljoin("/"))
+    wanted = [r for r in dict.fromkeys(roots) if urlparse(r).netloc == host][:MAX_PROBES]
+    return [r + STORE_API_PROBE for r in wanted]
+
+
+def store_api_root(probes: dict[str, Response]) -> tuple[str | None, str]:
+    """(the shop root whose Store API answered with products, or None; what the probes said)."""
+    said = []
+    for url, response in probes.items():
+        products = _json_list(response) if response.status == 200 else None
+        if products and all(isinstance(p, dict) and "prices" in p for p in products):
+            return url.split(STORE_API_PROBE, 1)[0], f"its Store API answers at {url}"
+        said.append(f"{url}: HTTP {response.status}" if response.status != 200 else f"{url}: no products")
+    return None, "its Store API did not answer (" + ("; ".join(said) or "no probe") + ")"
+
+
+def _json_list(response: Response) -> list[object] | None:
+    try:
+        value = json.loads(response.body)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
 
 
 def og_currency(pages: list[TextResponse]) -> str | None:

@@ -169,7 +169,7 @@ class Profile:
     title_rules: tuple[TitleRule, ...] = ()
     sitemap: SitemapSpec | None = None
     robots: RobotsSpec = RobotsSpec()
-    platform: str | None = None  # "shopify": products come from /products.json, not from pages
+    platform: str | None = None  # "shopify": from /products.json; "woocommerce": from the Store API
 
     @property
     def structured_kinds(self) -> frozenset[str]:

@@ -38,7 +38,7 @@ from recordhound.sources.profile import (
 TOP_KEYS = {"name", "kind", "base_url", "start_urls", "links", "fields", "price", "trusted", "allowed_domains",
             "render", "structured", "retry", "politeness", "health", "recrawl", "offers", "title_rules",
             "sitemap", "robots", "platform"}
-PLATFORMS = ("shopify",)
+PLATFORMS = ("shopify", "woocommerce")
 FILE_KEYS = {"name", "kind", "location", "fields", "price", "trusted"}
 KINDS = ("html", *FILE_KINDS)
 

@@ -2,6 +2,10 @@
 ``?page=N`` until one comes back empty), one offer per variant (its format in the variant's
 title, its own price, stock, SKU and barcode), with no product page fetched.
 
+With a ``sitemap:`` in the profile, the products come from the products sitemap instead, each read
+from its ``/products/<handle>.json`` (one product, a few kilobytes): a recheck, or a ``lastmod`` that
+moved, fetches that product's ``.json`` again, never the whole ``/products.json`` listing.
+
 The JSON has no currency: the profile's ``price.default_currency`` says it (``profile draft``
 reads it from a product page's ``og:price:currency``). The title usually holds the artists
 (and often the catalogue number): the profile's ``title_rules`` split it; ``vendor`` is the label.
@@ -10,7 +14,7 @@ reads it from a product page's ``og:price:currency``). The title usually holds t
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from recordhound.items import RawOffer, RawRelease
 
@@ -19,6 +23,17 @@ PRODUCTS_JSON = "products.json"
 
 def products_json_url(base_url: str, page: int) -> str:
     return urljoin(base_url, f"{PRODUCTS_JSON}?page={page}")
+
+
+def product_json_url(page_url: str) -> str:
+    """``/products/<handle>`` → ``/products/<handle>.json``: one product, its variants, no listing."""
+    path = urlsplit(page_url)._replace(query="", fragment="").geturl().rstrip("/")
+    return path if path.endswith(".json") else path + ".json"
+
+
+def product_page_url(json_url: str) -> str:
+    """The product page a ``.json`` URL describes (an offer's url is its page)."""
+    return json_url.removesuffix(".json").removesuffix(".js")
 
 
 def next_page(url: str) -> int:

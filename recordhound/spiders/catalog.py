@@ -29,7 +29,9 @@ from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release, structured_data
 from recordhound.sources.profile import SitemapSpec
 from recordhound.sources.schema import with_base_url
-from recordhound.sources.shopify import next_page, products_json_url, release_of
+from recordhound.sources.shopify import (next_page, product_json_url, product_page_url, products_json_url,
+                                         release_of)
+from recordhound.sources import woocommerce
 from recordhound.sources.sitemaps import LASTMOD_META, read_sitemap, wanted
 
 from twisted.python.failure import Failure
@@ -80,14 +82,18 @@ class CatalogSpider(scrapy.Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
-        if self.profile.platform == "shopify":
+        if self.profile.platform == "shopify" and self.profile.sitemap is None:
             yield scrapy.Request(products_json_url(self.profile.base_url, 1), callback=self.parse_products_json,
+                                 errback=self.on_error, meta=self._meta("listing", "start"))
+            return
+        if self.profile.platform == "woocommerce":
+            yield scrapy.Request(woocommerce.store_api_url(self.profile.base_url, 1), callback=self.parse_store_api,
                                  errback=self.on_error, meta=self._meta("listing", "start"))
             return
         if self.profile.sitemap is not None:
             for request in self._sitemap_starts(self.profile.sitemap):
                 yield request
-            if self.profile.sitemap.only:
+            if self.profile.sitemap.only or self.profile.platform == "shopify":
                 return
         for url in self.profile.start_urls:
             yield scrapy.Request(urljoin(self.profile.base_url, url), callback=self.parse_listing,
@@ -136,9 +142,30 @@ class CatalogSpider(scrapy.Spider):
                 yield scrapy.Request(entry.url, callback=self.parse_sitemap, errback=self.on_error,
                                      meta=self._meta("listing"))
             elif wanted(self.profile.sitemap, entry.url):
-                yield scrapy.Request(entry.url, callback=self.parse_product, errback=self.on_error,
-                                     priority=product.priority if product else 10,
+                shopify = self.profile.platform == "shopify"
+                yield scrapy.Request(product_json_url(entry.url) if shopify else entry.url,
+                                     callback=self.parse_product_json if shopify else self.parse_product,
+                                     errback=self.on_error, priority=product.priority if product else 10,
                                      meta={**self._meta("product"), LASTMOD_META: entry.lastmod})
+
+    def parse_product_json(self, response: Response) -> Iterator[Any]:
+        """``platform: shopify`` with a sitemap: one product from its ``/products/<handle>.json``."""
+        assert self.crawler is not None and self.crawler.stats is not None
+        self.crawler.stats.inc_value(PRODUCT_PAGES_STAT)
+        if response.status == 304:
+            yield Unchanged(self.profile.name, product_page_url(response.url))
+            return
+        if not self._is_text(response):
+            return
+        try:
+            product = json.loads(response.text).get("product")
+        except (ValueError, AttributeError) as exc:
+            record_error(self.crawler, "product_json", response.url, f"not a product .json page: {exc}")
+            return
+        if not isinstance(product, dict):
+            record_error(self.crawler, "product_json", response.url, "no 'product' object in the page")
+            return
+        yield release_of(product, self.profile.base_url, self.profile.name)
 
     def parse_products_json(self, response: Response) -> Iterator[Any]:
         """``platform: shopify``: one page of /products.json: its products, then the next page."""
@@ -160,6 +187,27 @@ class CatalogSpider(scrapy.Spider):
             yield scrapy.Request(products_json_url(self.profile.base_url, next_page(response.url)),
                                  callback=self.parse_products_json, errback=self.on_error,
                                  meta=self._meta("pagination"))
+
+    def parse_store_api(self, response: Response) -> Iterator[Any]:
+        """``platform: woocommerce``: one page of the Store API's products, then the next page."""
+        assert self.crawler is not None and self.crawler.stats is not None
+        if response.status == 304 or not self._is_text(response):
+            return
+        try:
+            products = json.loads(response.text)
+        except ValueError as exc:
+            record_error(self.crawler, "store_api", response.url, f"not a Store API page: {exc}")
+            return
+        if not isinstance(products, list):
+            record_error(self.crawler, "store_api", response.url, "not a list of products")
+            return
+        for product in (p for p in products if isinstance(p, dict)):
+            self.crawler.stats.inc_value(PRODUCT_PAGES_STAT)
+            yield woocommerce.release_of(product, self.profile.base_url, self.profile.name)
+        following = woocommerce.next_page(response.url, len(products))
+        if following is not None:
+            yield scrapy.Request(woocommerce.store_api_url(self.profile.base_url, following),
+                                 callback=self.parse_store_api, errback=self.on_error, meta=self._meta("pagination"))
 
     def _meta(self, kind: str, render_kind: str | None = None) -> dict[str, Any]:
         """Plain JSON only: requests are stored in the frontier."""

@@ -75,9 +75,10 @@ def _log(setup: CrawlSetup, name: str) -> str:
 
 
 def _pages(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    """Shop pages requested between two snapshots of its counts (control endpoints left out)."""
+    """Shop pages requested between two snapshots of its counts (control endpoints and robots.txt,
+    which each process reads before its first page, left out)."""
     return {path: n - before.get(path, 0) for path, n in after.items()
-            if n > before.get(path, 0) and not path.startswith("/_")}
+            if n > before.get(path, 0) and not path.startswith("/_") and path != "/robots.txt"}
 
 
 def _finish(crawler: Crawler, setup: CrawlSetup, name: str, seconds: float = 60) -> None:

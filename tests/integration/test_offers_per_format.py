@@ -88,3 +88,21 @@ def test_releases_match_by_barcode_then_catalogue_number_then_names(writer: Cata
     assert by_offer["e-lp"] == by_offer["e-cd"] == 2
     assert _rows(writer, "SELECT id, barcode, catalog_number, year FROM releases ORDER BY id") == [
         (1, LP, "FLD-001", 2016), (2, None, None, 2017)]
+
+
+def test_a_release_with_two_catalogue_numbers_matches_on_either(writer: CatalogWriter) -> None:
+    sources = {name: ensure_source(writer.engine, name, "html", f"http://{name}/") for name in "abc"}
+    # a reissue that carries two labels' numbers; no barcodes anywhere
+    writer.write(sources["a"], [_album("20.00", "12.00", title="Common Assault (Reissue)", catno="FLD001 / CAT-2",
+                                       barcodes=(None, None))])
+    # another shop prints only the second number, in its own spelling, under another title
+    writer.write(sources["b"], [_album("21.00", "13.00", shop="b", title="Common Assault", catno="CAT 2",
+                                       barcodes=(None, None))])
+    # a third prints the same second number under another label: another release
+    writer.write(sources["c"], [_album("21.00", "13.00", shop="c", catno="CAT-2", label="Other Label",
+                                       barcodes=(None, None))])
+    by_offer = dict(_rows(writer, "SELECT external_id, release_id FROM offers"))  # type: ignore[arg-type]
+    assert by_offer["a-lp"] == by_offer["b-lp"] == by_offer["b-cd"] == 1 and by_offer["c-lp"] == 2
+    assert _rows(writer, "SELECT release_id, position, catalog_number FROM release_catnos ORDER BY 1, 2") == [
+        (1, 0, "FLD001"), (1, 1, "CAT 2"), (2, 0, "CAT-2")]
+    assert _rows(writer, "SELECT id, catalog_number FROM releases ORDER BY id") == [(1, "FLD001"), (2, "CAT-2")]

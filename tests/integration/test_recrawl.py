@@ -176,7 +176,9 @@ def test_kill_9_of_a_following_node_skips_no_due_page_and_fetches_none_twice_wit
                 after = [t for t in times if t > killed_at]
                 assert len(after) >= 2, (path, times, killed_at)  # none skipped: due ones fetched after the restart
                 last_before = max(t for t in times if t <= killed_at)
-                assert after[0] - last_before <= interval + 1 + 3, (path, times)  # ...as soon as due
+                # ...as soon as due: the interval, a second of due-time granularity, and the restart of
+                # a node (a process start and robots.txt read before its first lease; seconds on a busy 2-core machine)
+                assert after[0] - last_before <= interval + 1 + 5, (path, times)
             assert_product_db_matches(setup.database_url, truth)
         finally:
             setup.cleanup()

@@ -79,37 +79,70 @@ def test_sitemap_crawl_finds_every_product_without_listing_pages(tmp_path: Path)
         assert result.stats.get("recordhound/errors", 0) == 0, result.stats
 
 
-def test_a_recheck_fetches_only_pages_whose_lastmod_moved(tmp_path: Path) -> None:
-    seed, releases = 7, 120
+def _moved_by_epoch_one(seed: int, releases: int) -> tuple[set[str], set[str], dict[str, Any]]:
+    """The Shopify-like section's product paths whose price moves at epoch 1, all its paths, its truth then."""
     before = {o["external_id"]: (o["path"], o["price"]) for o in sections_truth(Catalog(releases, seed))["shopify"]["offers"]}
     after = sections_truth(Catalog(releases, seed, epoch=1))["shopify"]
     moved = {o["path"] for o in after["offers"] if before[o["external_id"]][1] != o["price"]}
     paths = {o["path"] for o in after["offers"]}
     assert 0 < len(moved) < len(paths)
+    return moved, paths, after
+
+
+def _follow_past_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, database: str) -> None:
+    """A following node crawls through the shop's epoch 1 (and 5 s more), then stops on SIGTERM."""
+    env = {**os.environ, "DATABASE_URL": database, "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
+    log = open(tmp_path / "follow.log", "w")  # noqa: SIM115 - closed below
+    node = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", f"source={profile}",
+         "-s", "RECORDHOUND_FOLLOW=true", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000",
+         "-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true", "-s", "LOG_LEVEL=INFO"],
+        cwd=tmp_path, env=env, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while shop.stats()["epoch"] < 1:
+            assert time.monotonic() < deadline and node.poll() is None, (tmp_path / "follow.log").read_text()[-3000:]
+            time.sleep(0.2)
+        time.sleep(5)  # the sitemap is read again after the epoch (every second)
+        node.send_signal(signal.SIGTERM)
+        assert node.wait(60) == 0, (tmp_path / "follow.log").read_text()[-3000:]
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait()
+        log.close()
+
+
+def test_a_recheck_fetches_only_pages_whose_lastmod_moved(tmp_path: Path) -> None:
+    seed, releases = 7, 120
+    moved, paths, after = _moved_by_epoch_one(seed, releases)
     with ShopProcess(releases, seed=seed, throttle=("--epoch-seconds", "6", "--last-epoch", "1")) as shop:
         profile = _profile(tmp_path, shop, recrawl={"listing": "1s"})
         database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
-        env = {**os.environ, "DATABASE_URL": database, "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
-        log = open(tmp_path / "follow.log", "w")  # noqa: SIM115 - closed below
-        node = subprocess.Popen(
-            [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", f"source={profile}",
-             "-s", "RECORDHOUND_FOLLOW=true", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000",
-             "-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true", "-s", "LOG_LEVEL=INFO"],
-            cwd=tmp_path, env=env, stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + 60
-            while shop.stats()["epoch"] < 1:
-                assert time.monotonic() < deadline and node.poll() is None, (tmp_path / "follow.log").read_text()[-3000:]
-                time.sleep(0.2)
-            time.sleep(5)  # the sitemap is read again after the epoch (every second)
-            node.send_signal(signal.SIGTERM)
-            assert node.wait(60) == 0, (tmp_path / "follow.log").read_text()[-3000:]
-        finally:
-            if node.poll() is None:
-                node.kill()
-                node.wait()
-            log.close()
+        _follow_past_epoch_one(tmp_path, shop, profile, database)
         fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
         assert fetched == {path: 2 if path in moved else 1 for path in paths}
         assert shop.hits()["/shopify/sitemap_products_1.xml"] >= 3  # re-read, every second
+        assert_product_db_matches(database, after)
+
+
+def test_a_shopify_sitemap_crawl_reads_and_rechecks_each_product_from_its_json(tmp_path: Path) -> None:
+    """``platform: shopify`` with a sitemap: each product from ``/products/<handle>.json``; a lastmod
+    that moved fetches that product's .json again, never a product page nor ``/products.json``."""
+    seed, releases = 7, 120
+    moved, paths, after = _moved_by_epoch_one(seed, releases)
+    with ShopProcess(releases, seed=seed, throttle=("--epoch-seconds", "6", "--last-epoch", "1")) as shop:
+        document = {"name": "shopify_json", "base_url": shop.url.rstrip("/") + "/shopify/", "platform": "shopify",
+                    "start_urls": ["/shopify/collections/all"],
+                    "structured": "schema.org", "title_rules": ["artist_title_catno"],
+                    "price": {"default_currency": "EUR"},
+                    "sitemap": {"follow": ["/products/"]}, "recrawl": {"listing": "1s"}}
+        profile = tmp_path / "shopify_json.yaml"
+        profile.write_text(yaml.safe_dump(document))
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        _follow_past_epoch_one(tmp_path, shop, profile, database)
+        fetched = shop.stats()["fetched_at"]
+        assert {p: len(fetched.get(p + ".json", [])) for p in paths} == {p: 2 if p in moved else 1 for p in paths}
+        hits = shop.hits()
+        assert not [p for p in hits if p in paths or "products.json" in p or "/collections/" in p], hits
         assert_product_db_matches(database, after)

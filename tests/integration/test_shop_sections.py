@@ -2,7 +2,8 @@
 like, Bandcamp-like, marketplace), ``recordhound profile draft`` from the section's first listing
 URL, no hand edits, then a crawl: the product DB equals the section's truth (``/_truth.json``)
 offer by offer (format, condition, grades, price, currency, availability, barcode, catalogue
-number). robots.txt is obeyed: the market's reserved copy, which it disallows, is never fetched."""
+numbers: the WooCommerce-like shop has a release with two). robots.txt is obeyed: the market's
+reserved copy, which it disallows, is never fetched."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.integration.truthcheck import assert_product_db_matches
 from tests.services import run_crawl
 
 RESERVED = "/market/release/reserved-copy"
+STORE_API = "/woo/wp-json/wc/store/v1/products"
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,7 @@ def _recordhound(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 EXPECTED_DRAFT = {  # what the draft must have recognised, per section
     "shopify": {"platform": "shopify", "title_rules": ["artist_title_catno"]},
-    "woo": {"structured": "schema.org", "title_rules": ["artist_title"]},
+    "woo": {"platform": "woocommerce", "title_rules": ["artist_title"]},  # its Store API is open
     "bandcamp": {"structured": "schema.org", "title_rules": ["catno_slashes_artist_title"]},
     "market": {"structured": "schema.org"},
 }
@@ -47,6 +49,8 @@ EXPECTED_DRAFT = {  # what the draft must have recognised, per section
 def test_drafted_profile_crawls_the_section_to_its_truth(shop: ShopProcess, tmp_path: Path, section: str) -> None:
     truth: dict[str, Any] = shop.truth()["sections"][section]
     assert len({o["format"] for o in truth["offers"]}) > 1 or section in ("market",)
+    if section == "woo":  # a reissue with two catalogue numbers: both stored, in order, the first in catalog_number
+        assert [o["catalog_numbers"] for o in truth["offers"] if len(o["catalog_numbers"]) == 2]
     drafted = tmp_path / "drafted.yaml"
     done = _recordhound(tmp_path, "profile", "draft", shop.url.rstrip("/") + truth["first_listing"],
                         "--name", f"drafted_{section}", "-o", str(drafted))
@@ -63,6 +67,46 @@ def test_drafted_profile_crawls_the_section_to_its_truth(shop: ShopProcess, tmp_
     if section == "market":  # linked from the first listing page, disallowed by robots.txt
         assert shop.hits().get(RESERVED, 0) == before == 0
         assert result.stats.get("recordhound/robots/forbidden") == 1, result.stats
+
+
+def _store_api_hits(hits: dict[str, int]) -> int:
+    return sum(n for path, n in hits.items() if path.startswith(STORE_API))
+
+
+def test_the_woocommerce_store_api_gives_every_product_without_a_product_page(shop: ShopProcess, tmp_path: Path) -> None:
+    truth: dict[str, Any] = shop.truth()["sections"]["woo"]
+    before = shop.hits()
+    drafted = tmp_path / "drafted.yaml"
+    done = _recordhound(tmp_path, "profile", "draft", shop.url.rstrip("/") + truth["first_listing"], "-o", str(drafted))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert yaml.safe_load(drafted.read_text())["base_url"] == shop.url.rstrip("/") + "/woo/"
+    probed = shop.hits()
+    assert 1 <= _store_api_hits(probed) - _store_api_hits(before) <= 2  # the draft's probes, on the shop's host
+    database = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    result = run_crawl(tmp_path, database, "-a", f"source={drafted}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_product_db_matches(database, truth)
+    after = shop.hits()
+    paths = {o["path"] for o in truth["offers"]}
+    assert {p: after.get(p, 0) - probed.get(p, 0) for p in paths} == dict.fromkeys(paths, 0)  # no page fetched
+    assert _store_api_hits(after) - _store_api_hits(probed) == 1  # 30 products: one page of 100
+
+
+def test_a_closed_woocommerce_store_api_drafts_the_html_profile(tmp_path: Path) -> None:
+    with ShopProcess(120, seed=5, throttle=("--woo-store-api", "closed")) as closed:
+        truth: dict[str, Any] = closed.truth()["sections"]["woo"]
+        drafted = tmp_path / "drafted.yaml"
+        done = _recordhound(tmp_path, "profile", "draft", closed.url.rstrip("/") + truth["first_listing"],
+                            "-o", str(drafted))
+        assert done.returncode == 0, done.stderr[-3000:]
+        document = yaml.safe_load(drafted.read_text())
+        assert "platform" not in document and document["structured"] == "schema.org", drafted.read_text()
+        assert document["title_rules"] == ["artist_title"] and "HTTP 401" in drafted.read_text()
+        database = f"sqlite:///{tmp_path / 'html.sqlite3'}"
+        result = run_crawl(tmp_path, database, "-a", f"source={drafted}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert_product_db_matches(database, truth)
+        assert _store_api_hits(closed.hits()) <= 2  # the draft's probes only
 
 
 def test_a_profile_that_ignores_robots_txt_says_why_and_the_reason_is_logged(shop: ShopProcess, tmp_path: Path) -> None:

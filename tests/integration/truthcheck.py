@@ -29,6 +29,9 @@ def stored_offers(db: ProductDb) -> dict[str, dict[str, Any]]:
     for rid, name in db.rows("SELECT ra.release_id, a.name FROM release_artists ra "
                              "JOIN artists a ON a.id = ra.artist_id ORDER BY ra.release_id, ra.position"):
         artists[rid].append(name)
+    numbers: dict[int, list[str]] = defaultdict(list)
+    for rid, key in db.rows("SELECT release_id, catno_key FROM release_catnos ORDER BY release_id, position"):
+        numbers[rid].append(key)
     styles: dict[int, set[str]] = defaultdict(set)
     for rid, name in db.rows("SELECT rs.release_id, s.name FROM release_styles rs JOIN styles s ON s.id = rs.style_id"):
         styles[rid].add(name_key(name))
@@ -37,7 +40,8 @@ def stored_offers(db: ProductDb) -> dict[str, dict[str, Any]]:
         "in_stock": bool(r.in_stock), "title": r.title, "year": r.year,
         "catalog_number": catalog_number_key(r.catalog_number or ""),
         "label": name_key(r.label or ""), "artists": [name_key(a) for a in artists[r.rid]],
-        "styles": styles[r.rid], **{name: getattr(r, name) for name in OFFER_FIELDS}} for r in rows}
+        "styles": styles[r.rid], "catalog_numbers": numbers[r.rid],
+        **{name: getattr(r, name) for name in OFFER_FIELDS}} for r in rows}
 
 
 OFFER_FIELDS = ("format", "condition", "media_grade", "sleeve_grade", "availability", "barcode")  # sections that sell formats
@@ -48,7 +52,9 @@ def expected_offer(offer: dict[str, Any]) -> dict[str, Any]:
         "price": offer["price"], "currency": offer["currency"], "in_stock": offer["in_stock"],
         "title": offer["title"], "year": offer["year"], "catalog_number": catalog_number_key(offer["catalog_number"]),
         "label": name_key(offer["label"]), "artists": [name_key(a) for a in offer["artists"]],
-        "styles": {name_key(s) for s in offer["styles"]}, **{name: offer[name] for name in OFFER_FIELDS if name in offer}}
+        "styles": {name_key(s) for s in offer["styles"]}, **{name: offer[name] for name in OFFER_FIELDS if name in offer},
+        **({"catalog_numbers": [catalog_number_key(n) for n in offer["catalog_numbers"]]}
+           if "catalog_numbers" in offer else {})}
 
 
 def _compared(stored: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,12 @@ from scrapy.http import HtmlResponse
 
 from recordhound.exceptions import ProfileError
 from recordhound.sources import load_profile
-from recordhound.sources.draft_shops import pagination_selector, platform, spec_fields, title_rule
+from recordhound.sources import woocommerce
+from recordhound.sources.draft_shops import (STORE_API_PROBE, pagination_selector, platform, spec_fields,
+                                             store_api_probes, title_rule)
 from recordhound.sources.extract import extract_links
 from recordhound.sources.profile import SelectorSpec
+from recordhound.sources.shopify import product_json_url, product_page_url
 
 
 def _page(body: str, head: str = "", url: str = "https://shop.example/browse/", body_class: str = "") -> HtmlResponse:
@@ -100,3 +103,41 @@ def test_profile_blocks_for_real_shops(tmp_path: Path) -> None:
 def test_bad_blocks_are_profile_errors(tmp_path: Path, extra: dict[str, object], problem: str) -> None:
     with pytest.raises(ProfileError, match=problem):
         load_profile(str(_profile(tmp_path, **extra)))
+
+
+@pytest.mark.parametrize("page, json_url", [
+    ("https://shop.example/products/a-b-1", "https://shop.example/products/a-b-1.json"),
+    ("https://shop.example/products/a-b-1/?variant=3#x", "https://shop.example/products/a-b-1.json"),
+    ("https://shop.example/de/products/a-b-1.json", "https://shop.example/de/products/a-b-1.json"),
+])
+def test_a_shopify_product_is_read_from_its_json(page: str, json_url: str) -> None:
+    assert product_json_url(page) == json_url
+    assert product_page_url(json_url) == json_url.removesuffix(".json")
+
+
+def test_a_woocommerce_listing_probes_its_store_api_on_its_own_host_only() -> None:
+    body = ('<html><head><link rel="https://api.w.org/" href="https://cdn.example/wp-json/">'
+            '<link rel="https://api.w.org/" href="/shop-root/wp-json/"></head><body class="woocommerce"></body></html>')
+    listing = HtmlResponse("https://records.example/de/shop/page/2/", body=body.encode(), encoding="utf-8")
+    assert store_api_probes(listing) == [
+        "https://records.example/shop-root/" + STORE_API_PROBE, "https://records.example/de/" + STORE_API_PROBE]
+    plain = HtmlResponse("https://records.example/shop/", body=b"<html><body>shop</body></html>", encoding="utf-8")
+    assert store_api_probes(plain) == []
+
+
+def test_a_store_api_product_is_a_release_with_one_offer() -> None:
+    product = {"id": 7, "name": "Artist – Title", "permalink": "https://s.example/product/t/", "sku": "W7",
+               "prices": {"price": "2499", "currency_code": "EUR", "currency_minor_unit": 2},
+               "is_in_stock": True, "is_on_backorder": True,
+               "attributes": [{"name": "Künstler", "terms": [{"name": "Artist"}]},
+                              {"name": "Cat. No.", "terms": [{"name": "ABC-1"}, {"name": "XYZ 2"}]},
+                              {"name": "Genre", "terms": [{"name": "House"}, {"name": "Techno"}]},
+                              {"name": "Format", "terms": [{"name": "2 x LP"}]}, {"name": "Colour", "terms": []}]}
+    raw = woocommerce.release_of(product, "https://s.example/", "shop")
+    assert (raw.url, raw.external_id, raw.artists, raw.catalog_number, raw.styles) == (
+        "https://s.example/product/t/", "7", ["Artist"], "ABC-1 / XYZ 2", ["House", "Techno"])  # two numbers
+    [offer] = raw.offers
+    assert (offer.external_id, offer.price, offer.currency, offer.availability, offer.format) == (
+        "W7", "24.99", "EUR", "pre-order", "2 x LP")
+    assert woocommerce.next_page("https://s.example/wp-json/wc/store/v1/products?page=2&per_page=100", 100) == 3
+    assert woocommerce.next_page("https://s.example/wp-json/wc/store/v1/products?page=3&per_page=100", 40) is None

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from recordhound.text import clean, name_key, parse_bool, parse_year, preferred_spelling, split_names
+from recordhound.text import clean, name_key, parse_bool, parse_year, preferred_spelling, split_catalog_numbers, split_names
 
 
 @pytest.mark.parametrize("spellings", [
@@ -40,3 +40,14 @@ def test_years_and_stock_flags() -> None:
 def test_preferred_spelling_is_the_natural_one() -> None:
     assert preferred_spelling(["Beatles, The", "the beatles", "The Beatles"]) == "The Beatles"
     assert preferred_spelling(["Bjork", "BJÖRK", "Björk"]) == "Björk"
+
+
+@pytest.mark.parametrize(("printed", "numbers"), [
+    ("FLD001 / CAT-2", ["FLD001", "CAT-2"]),
+    ("FLD001; CAT-2, XYZ 3 // FLD-001", ["FLD001", "CAT-2", "XYZ 3"]),
+    ("SUB 12/3", ["SUB 12/3"]),
+    (" - ", []),
+    (None, []),
+])
+def test_a_printed_catalogue_number_may_be_several(printed: str | None, numbers: list[str]) -> None:
+    assert split_catalog_numbers(printed) == numbers
