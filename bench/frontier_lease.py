@@ -29,6 +29,16 @@ def _fp(text: str) -> bytes:
     return hashlib.sha1(text.encode(), usedforsecurity=False).digest()[:8]
 
 
+def _timed_rounds(frontier: SqliteFrontier, rounds: int) -> float:
+    """ms per round of enqueue + lease + ack of 16 new requests (the frontier is closed after)."""
+    started = time.perf_counter()
+    for r in range(rounds):
+        frontier.commit([Entry(_fp(f"new{r}-{j}"), 0, f"n{r}-{j}") for j in range(16)], [], [])
+        frontier.commit([], [x.lease for x in frontier.lease("node", 16, 600)], [])
+    frontier.close()
+    return (time.perf_counter() - started) / rounds * 1000
+
+
 def ms_per_round(path: Path, waiting: int, kind: str, rounds: int) -> float:
     frontier = SqliteFrontier(str(path))
     frontier.open()
@@ -40,24 +50,14 @@ def ms_per_round(path: Path, waiting: int, kind: str, rounds: int) -> float:
         frontier.commit([], [], [], rechecks=[Recheck(x.lease, 3600, "{}") for x in leased])
     else:
         frontier.commit([], [], [Failure(x.lease, "http_503", retry_in=600) for x in leased])
-    started = time.perf_counter()
-    for r in range(rounds):
-        frontier.commit([Entry(_fp(f"new{r}-{j}"), 0, f"n{r}-{j}") for j in range(16)], [], [])
-        frontier.commit([], [x.lease for x in frontier.lease("node", 16, 600)], [])
-    frontier.close()
-    return (time.perf_counter() - started) / rounds * 1000
+    return _timed_rounds(frontier, rounds)
 
 
 def ms_per_round_queued(path: Path, queued: int, rounds: int) -> float:
     frontier = SqliteFrontier(str(path))
     frontier.open()
     frontier.commit([Entry(_fp(str(i)), 0, f"u{i}") for i in range(queued)], [], [])
-    started = time.perf_counter()
-    for r in range(rounds):
-        frontier.commit([Entry(_fp(f"new{r}-{j}"), 0, f"n{r}-{j}") for j in range(16)], [], [])
-        frontier.commit([], [x.lease for x in frontier.lease("node", 16, 600)], [])
-    frontier.close()
-    return (time.perf_counter() - started) / rounds * 1000
+    return _timed_rounds(frontier, rounds)
 
 
 def main() -> None:
