@@ -157,28 +157,19 @@ class CatalogSpider(scrapy.Spider):
             return
         if not self._is_text(response):
             return
-        try:
-            product = json.loads(response.text).get("product")
-        except (ValueError, AttributeError) as exc:
-            record_error(self.crawler, "product_json", response.url, f"not a product .json page: {exc}")
-            return
-        if not isinstance(product, dict):
-            record_error(self.crawler, "product_json", response.url, "no 'product' object in the page")
-            return
-        yield release_of(product, self.profile.base_url, self.profile.name)
+        product = self._json(response, "product_json", "not a product .json page", "product", dict,
+                             "no 'product' object in the page")
+        if product is not None:
+            yield release_of(product, self.profile.base_url, self.profile.name)
 
     def parse_products_json(self, response: Response) -> Iterator[Any]:
         """``platform: shopify``: one page of /products.json: its products, then the next page."""
         assert self.crawler is not None and self.crawler.stats is not None
         if response.status == 304 or not self._is_text(response):
             return
-        try:
-            products = json.loads(response.text).get("products")
-        except (ValueError, AttributeError) as exc:
-            record_error(self.crawler, "products_json", response.url, f"not a products.json page: {exc}")
-            return
-        if not isinstance(products, list):
-            record_error(self.crawler, "products_json", response.url, "no 'products' list in the page")
+        products = self._json(response, "products_json", "not a products.json page", "products", list,
+                              "no 'products' list in the page")
+        if products is None:
             return
         for product in (p for p in products if isinstance(p, dict)):
             self.crawler.stats.inc_value(PRODUCT_PAGES_STAT)
@@ -193,13 +184,8 @@ class CatalogSpider(scrapy.Spider):
         assert self.crawler is not None and self.crawler.stats is not None
         if response.status == 304 or not self._is_text(response):
             return
-        try:
-            products = json.loads(response.text)
-        except ValueError as exc:
-            record_error(self.crawler, "store_api", response.url, f"not a Store API page: {exc}")
-            return
-        if not isinstance(products, list):
-            record_error(self.crawler, "store_api", response.url, "not a list of products")
+        products = self._json(response, "store_api", "not a Store API page", None, list, "not a list of products")
+        if products is None:
             return
         for product in (p for p in products if isinstance(p, dict)):
             self.crawler.stats.inc_value(PRODUCT_PAGES_STAT)
@@ -208,6 +194,21 @@ class CatalogSpider(scrapy.Spider):
         if following is not None:
             yield scrapy.Request(woocommerce.store_api_url(self.profile.base_url, following),
                                  callback=self.parse_store_api, errback=self.on_error, meta=self._meta("pagination"))
+
+    def _json(self, response: Response, error: str, unreadable: str, key: str | None, kind: type,
+              wrong: str) -> Any:
+        """The JSON page's value (under ``key``), or None with the error recorded against the page."""
+        assert self.crawler is not None
+        try:
+            value = json.loads(response.text)
+            value = value.get(key) if key is not None else value
+        except (ValueError, AttributeError) as exc:
+            record_error(self.crawler, error, response.url, f"{unreadable}: {exc}")
+            return None
+        if not isinstance(value, kind):
+            record_error(self.crawler, error, response.url, wrong)
+            return None
+        return value
 
     def _meta(self, kind: str, render_kind: str | None = None) -> dict[str, Any]:
         """Plain JSON only: requests are stored in the frontier."""
