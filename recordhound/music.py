@@ -115,7 +115,9 @@ def grade(value: str | None) -> str | None:
 
 
 def barcode(value: str | None) -> str | None:
-    """A GTIN (8, 12, 13 or 14 digits, spaces and dashes dropped) with a valid check digit."""
+    """A GTIN (8, 12, 13 or 14 digits, spaces and dashes dropped) with a valid check digit, in one
+    form per code: a UPC-A ("724384960650") is its EAN-13 ("0724384960650"), and a GTIN-14 with a
+    leading zero is the EAN-13 without it, so every shop's spelling names the same release."""
     if not value:
         return None
     digits = re.sub(r"[\s-]", "", value)
@@ -123,4 +125,8 @@ def barcode(value: str | None) -> str | None:
         return None
     body, check = digits[:-1], int(digits[-1])
     total = sum(int(d) * (3 if i % 2 == 0 else 1) for i, d in enumerate(reversed(body)))
-    return digits if (10 - total % 10) % 10 == check else None
+    if (10 - total % 10) % 10 != check:
+        return None
+    if len(digits) == 12:
+        return "0" + digits
+    return digits[1:] if len(digits) == 14 and digits[0] == "0" else digits
