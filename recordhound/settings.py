@@ -188,6 +188,7 @@ RECORDHOUND_JOB_IMPORT_BATCH = 500  # rows per committed batch (and per progress
 # A [deploy:NAME] of scrapy.cfg: crawl jobs are scheduled on that scrapyd (empty: a local crawl process).
 RECORDHOUND_JOB_SCRAPYD_TARGET = ""
 RECORDHOUND_UPLOADS_DIR = ".recordhound/uploads"  # files uploaded in the admin for import jobs
+RECORDHOUND_DRAFTS_DIR = ".recordhound/drafts"  # profiles the admin drafts for a shop URL, with their previews
 
 # --- Cassettes (offline spider tests) ---------------------------------------------
 # A betamax-format cassette of the crawl's responses (empty: off).

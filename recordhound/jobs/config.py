@@ -16,6 +16,7 @@ class WorkerConfig:
     import_batch: int
     scrapyd_target: str  # empty: crawl jobs run as local crawl processes
     uploads_dir: str
+    drafts_dir: str
     profiles_dir: str  # where the admin saves the profiles it creates (the first profiles folder)
 
     @classmethod
@@ -27,5 +28,6 @@ class WorkerConfig:
             import_batch=positive_int(settings, "RECORDHOUND_JOB_IMPORT_BATCH"),
             scrapyd_target=str(settings.get("RECORDHOUND_JOB_SCRAPYD_TARGET") or ""),
             uploads_dir=str(settings.get("RECORDHOUND_UPLOADS_DIR") or ".recordhound/uploads"),
+            drafts_dir=str(settings.get("RECORDHOUND_DRAFTS_DIR") or ".recordhound/drafts"),
             profiles_dir=str(dirs[0]),
         )
