@@ -136,9 +136,12 @@ class SourceJobs(BaseView):
     @expose("/source-jobs/draft/{name}/save", methods=["POST"], identity="source-jobs-draft-save")
     async def save(self, request: Request) -> Response:
         name, config = str(request.path_params["name"]), self._config(request)
+        form = await request.form()
         try:
+            every, follow = _every_hours(str(form.get("every_hours", ""))), form.get("follow") == "on"
             path = await run_in_threadpool(drafts.save, config.drafts_dir, name, config.profiles_dir)
-            job = await run_in_threadpool(create.crawl_job, context(request).engine, self._settings(request), path)
+            job = await run_in_threadpool(create.crawl_job, context(request).engine, self._settings(request), path,
+                                          "", every, follow)
         except RecordhoundError as exc:
             return await _back(request, str(exc), error=True)
         return await _back(request, f"saved {path}; {job.name} queued")
@@ -157,18 +160,21 @@ class SourceJobs(BaseView):
             mapping = yaml.safe_load(str(form.get("mapping", "")))
             if not isinstance(mapping, dict):
                 raise RecordhoundError("the column mapping must be lines of `field: column`")
-            job = await run_in_threadpool(self._file_job, request, name, kind, mapping, data)
+            every = _every_hours(str(form.get("every_hours", "")))
+            job = await run_in_threadpool(self._file_job, request, name, kind, mapping, data, every)
         except (RecordhoundError, yaml.YAMLError) as exc:
             return await _back(request, str(exc).splitlines()[0], error=True)
         return await _back(request, f"{job.name} ({job.source}) queued")
 
-    def _file_job(self, request: Request, name: str, kind: str, mapping: dict[str, Any], data: bytes) -> store.Job:
+    def _file_job(self, request: Request, name: str, kind: str, mapping: dict[str, Any], data: bytes,
+                  every_hours: float | None) -> store.Job:
         config = self._config(request)
         profile = create.write_file_profile(config.profiles_dir, name, kind, mapping, {"$": "USD", "€": "EUR", "£": "GBP"})
         os.makedirs(config.uploads_dir, exist_ok=True)
         target = Path(config.uploads_dir) / f"{name}.{kind}"
         target.write_bytes(data)
-        return create.import_job(context(request).engine, self._settings(request), str(profile), str(target))
+        return create.import_job(context(request).engine, self._settings(request), str(profile), str(target),
+                                 every_hours)
 
     @expose("/source-jobs/urls", methods=["POST"], identity="source-jobs-urls")
     async def urls(self, request: Request) -> Response:
@@ -182,6 +188,19 @@ class SourceJobs(BaseView):
         except RecordhoundError as exc:
             return await _back(request, str(exc), error=True)
         return await _back(request, f"{added.crawl}: {added.queued} queued, {added.seen} already seen")
+
+
+def _every_hours(value: str) -> float | None:
+    """The schedule field: empty for one run, else hours between the end of a run and the next."""
+    if not value.strip():
+        return None
+    try:
+        hours = float(value)
+    except ValueError:
+        hours = 0.0
+    if not hours > 0:
+        raise RecordhoundError(f"every N hours: expected a number above 0, got {value!r}")
+    return hours
 
 
 def _add_urls(settings: BaseSettings, source: str, priority: int, urls: list[str]) -> Any:

@@ -60,6 +60,12 @@ def write_file_profile(folder: str, name: str, kind: str, mapping: dict[str, Any
         document["price"] = {"currency_symbols": currency_symbols}
     target = Path(folder) / f"{name}.yaml"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    load_profile(str(target))  # what it wrote must load (a ProfileError names what is wrong)
+    trial = target.with_name(f".{name}.draft.yaml")
+    trial.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    try:
+        load_profile(str(trial))  # what it writes must load (a ProfileError names what is wrong)
+    except RecordhoundError:
+        trial.unlink()
+        raise
+    trial.replace(target)
     return target
