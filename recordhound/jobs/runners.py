@@ -16,6 +16,7 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from recordhound.config import FrontierConfig
+from recordhound.exceptions import RecordhoundError
 from recordhound.jobs import states
 from recordhound.jobs.config import WorkerConfig
 from recordhound.jobs.store import Job
@@ -26,7 +27,7 @@ Beat = Callable[[dict[str, Any]], str]  # progress changes → the job's status 
 LOG_DIR = os.path.join(".recordhound", "logs")
 
 
-class JobFailed(Exception):
+class JobFailed(RecordhoundError):
     """A run that ended badly; the message becomes the job's ``last_error``."""
 
 
