@@ -640,6 +640,15 @@ def _register_review() -> None:
 _register_review()
 
 
+def _register_jobs() -> None:
+    from recordhound.jobs.cli import register
+
+    register(main)
+
+
+_register_jobs()
+
+
 def run() -> None:
     """An error a user can fix is one ``error:`` line: exit 1 for a profile, 2 for the rest."""
     from recordhound.exceptions import ProfileError

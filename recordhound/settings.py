@@ -178,6 +178,18 @@ RECORDHOUND_ADMIN_HTTPS_ONLY = False
 RECORDHOUND_ADMIN_ALLOWED_HOSTS = ["127.0.0.1", "localhost", "::1"]  # Host headers the admin answers; "*": any
 RECORDHOUND_ADMIN_APPLY = True  # the admin runs the apply worker: decisions reach the catalog in seconds
 
+# --- Jobs and the worker (`recordhound worker`, `recordhound job ...`) ---------------------
+# How often an idle worker looks for a job to run, and a running one for stop requests (seconds).
+RECORDHOUND_WORKER_POLL_SECONDS = 1.0
+# A running job whose worker has not written a heartbeat for this long is taken over (seconds);
+# a worker on the same host whose process is gone is taken over at once.
+RECORDHOUND_WORKER_LEASE_SECONDS = 30.0
+RECORDHOUND_JOB_IMPORT_BATCH = 500  # rows per committed batch (and per progress update) of an import job
+# A [deploy:NAME] of scrapy.cfg: crawl jobs are scheduled on that scrapyd (empty: a local crawl process).
+RECORDHOUND_JOB_SCRAPYD_TARGET = ""
+RECORDHOUND_UPLOADS_DIR = ".recordhound/uploads"  # files uploaded in the admin for import jobs
+RECORDHOUND_DRAFTS_DIR = ".recordhound/drafts"  # profiles the admin drafts for a shop URL, with their previews
+
 # --- Cassettes (offline spider tests) ---------------------------------------------
 # A betamax-format cassette of the crawl's responses (empty: off).
 RECORDHOUND_CASSETTE = ""

@@ -33,6 +33,7 @@ from recordhound.admin.catalog import CATALOG_VIEWS
 from recordhound.admin.csrf import csrf_token
 from recordhound.admin.review import REVIEW_VIEWS, AdminContext, context, crawl_status
 from recordhound.admin.security import SecurityHeaders
+from recordhound.admin.source_jobs import SourceJobs
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig
 from recordhound.db.migrate import open_database
 from recordhound.metrics import registry
@@ -117,6 +118,8 @@ def build_app(settings: BaseSettings) -> Starlette:
     admin.admin.router.routes.insert(0, Route("/logout", auth.logout_post, methods=["POST"], name="logout-post"))
     for view in CATALOG_VIEWS:
         admin.add_view(view)
+    admin.add_base_view(SourceJobs)
+    SourceJobs.identity = "source-jobs"  # as for the review views: sqladmin leaves the last route's here
     for base_view in REVIEW_VIEWS:
         menu_identity = base_view.identity
         admin.add_base_view(base_view)
@@ -124,5 +127,6 @@ def build_app(settings: BaseSettings) -> Starlette:
     admin.templates.env.globals["csrf_token"] = csrf_token
     admin.templates.env.filters["timestamp"] = _timestamp
     admin.admin.state.recordhound = state
+    admin.admin.state.recordhound_settings = settings  # the source-jobs views start processes with them
     logger.info("Admin over %s, %s review queue", engine.url.render_as_string(), review.backend)
     return app

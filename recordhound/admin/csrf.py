@@ -9,6 +9,7 @@ forget to.
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 from typing import Any
 from urllib.parse import parse_qs
@@ -19,6 +20,7 @@ from starlette.responses import PlainTextResponse
 SESSION_KEY = "csrf_token"
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 MAX_FORM_BYTES = 1 << 20
+MULTIPART_TOKEN = re.compile(rb'Content-Disposition: form-data; name="csrf_token"\r\n\r\n([A-Za-z0-9_-]+)\r\n', re.I)
 
 
 def csrf_token(request: Request) -> str:
@@ -75,4 +77,7 @@ def _sent_token(scope: dict[str, Any], body: bytes) -> str | None:
     if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
         values = parse_qs(body.decode("utf-8", "replace")).get("csrf_token")
         return values[0] if values else None
+    if headers.get("content-type", "").startswith("multipart/form-data"):  # an upload: the token is a part
+        found = MULTIPART_TOKEN.search(body[:MAX_FORM_BYTES])
+        return found.group(1).decode("latin-1") if found else None
     return None

@@ -43,15 +43,18 @@ class ImportResult:
     last_line: int
     total_lines: int
     counts: Counter[str] = field(default_factory=Counter)
+    stopped: bool = False  # asked to stop: ``last_line`` is where a resume continues after
 
 
 class FileImport:
     def __init__(self, profile: Profile, path: str, engine: Engine, writer: CatalogWriter,
-                 batch_size: int = 500, progress: Callable[[int], None] | None = None) -> None:
+                 batch_size: int = 500, progress: Callable[[int], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> None:
         self.profile, self.path = profile, os.path.abspath(path)
         self.kind = file_kind(path, profile.kind)
         self.engine, self.writer, self.batch_size = engine, writer, batch_size
         self.progress = progress or (lambda _: None)
+        self.should_stop = should_stop or (lambda: False)  # asked after each batch: stop there (resumable)
         self.counts: Counter[str] = Counter()
         self.errors: list[dict[str, Any]] = []
 
@@ -61,7 +64,7 @@ class FileImport:
         with self.engine.connect() as conn:
             meta: dict[str, Any] = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
         total = count_rows(self.path, self.kind)
-        resume = (not restart and meta.get("status") in ("in_progress", "failed")
+        resume = (not restart and meta.get("status") in ("in_progress", "failed", "stopped")
                   and meta.get("file") == self.path)
         first = int(meta.get("last_parsed_line") or 0) + 1 if resume else 1
         self.errors = list(meta.get("line_errors") or []) if resume else []
@@ -88,6 +91,9 @@ class FileImport:
                 if len(batch) >= self.batch_size or len(bad) >= self.batch_size:
                     self._flush(source_id, batch, bad, line)
                     batch, bad = [], []
+                    if self.should_stop():
+                        update_source_meta(self.engine, source_id, {"status": "stopped", "parsed_at": now_iso()})
+                        return ImportResult(source_id, first, line, total, self.counts, stopped=True)
                     if time.monotonic() - last_log >= 10:
                         last_log = time.monotonic()
                         logger.info("Line %d of %d (%.0f lines/s): %s", line, total,

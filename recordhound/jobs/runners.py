@@ -1,0 +1,155 @@
+"""What a worker does with a job it holds: import a file, or crawl a shop (a local crawl process,
+or a scrapyd job). Each run reports progress through ``beat``, which answers whether the job was
+asked to stop; a run that returns normally is done or stopped, one that raises has failed."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from scrapy.settings import BaseSettings
+
+from recordhound.config import FrontierConfig
+from recordhound.exceptions import RecordhoundError
+from recordhound.jobs import states
+from recordhound.jobs.config import WorkerConfig
+from recordhound.jobs.store import Job
+from recordhound.sources import load_profile
+
+logger = logging.getLogger(__name__)
+Beat = Callable[[dict[str, Any]], str]  # progress changes → the job's status now
+LOG_DIR = os.path.join(".recordhound", "logs")
+
+
+class JobFailed(RecordhoundError):
+    """A run that ended badly; the message becomes the job's ``last_error``."""
+
+
+def run_import(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat) -> str:
+    from recordhound.catalog.writer import open_writer
+    from recordhound.config import ReviewConfig, StoreConfig
+    from recordhound.db.migrate import open_database
+    from recordhound.sources.importer import FileImport
+
+    profile = load_profile(job.doc["profile"], settings.getlist("RECORDHOUND_PROFILES_DIRS"))
+    store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)
+    engine = open_database(store.database_url)
+    writer = open_writer(engine, store, review, trusted=profile.trusted or review.trust_new_entities)
+    status = {"now": states.RUNNING}
+    total = {"lines": 0}
+
+    def progress(line: int) -> None:
+        status["now"] = beat({"progress": {"done": line, "total": total["lines"], "unit": "lines"}})
+
+    run = FileImport(profile, job.doc.get("file") or profile.location, engine, writer, config.import_batch,
+                     progress=progress, should_stop=lambda: status["now"] == states.STOPPING)
+    source_id, first, total["lines"] = run.prepare(restart=bool(job.doc.get("restart")))
+    beat({"progress": {"done": first - 1, "total": total["lines"], "unit": "lines"}, "restart": False})
+    result = run.run(source_id, first, total["lines"])
+    return states.STOPPED if result.stopped else states.DONE
+
+
+def crawl_command(job: Job, overrides: list[tuple[str, str]]) -> list[str]:
+    command = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", f"source={job.doc['profile']}",
+               "-s", f"LOG_FILE={os.path.join(LOG_DIR, f'job-{job.id}.log')}", "-s", "RECORDHOUND_SUMMARY_ENABLED=false"]
+    if job.doc.get("base_url"):
+        command += ["-a", f"base_url={job.doc['base_url']}"]
+    if (job.doc.get("schedule") or {}).get("follow"):
+        command += ["-s", "RECORDHOUND_FOLLOW=true"]
+    for name, value in overrides:
+        command += ["-s", f"{name}={value}"]
+    return command
+
+
+def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat,
+              overrides: list[tuple[str, str]]) -> str:
+    """A local crawl process; SIGTERM when asked to stop (it returns its leases: resumable)."""
+    os.makedirs(LOG_DIR, exist_ok=True)
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings")}
+    pages = FramePages(job, settings)
+    process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stopping = False
+    try:
+        while process.poll() is None:
+            status = beat(pages.progress(process.pid))
+            if status == states.STOPPING and not stopping:
+                stopping = True
+                process.send_signal(signal.SIGTERM)
+            time.sleep(config.poll_seconds)
+    finally:
+        if process.poll() is None:  # the worker itself is stopping: let the crawl return its leases
+            process.send_signal(signal.SIGTERM)
+            process.wait(120)
+        pages.close()
+    beat(pages.progress(None))
+    if process.returncode != 0:
+        raise JobFailed(f"the crawl exited with code {process.returncode} (log: {LOG_DIR}/job-{job.id}.log)")
+    return states.STOPPED if stopping else states.DONE
+
+
+class FramePages:
+    """A crawl job's progress: the frontier's done and to-fetch counts (pages)."""
+
+    def __init__(self, job: Job, settings: BaseSettings) -> None:
+        from recordhound.frontier.factory import make_backend
+        from recordhound.frontier.outside import crawl_name
+
+        config = FrontierConfig.from_settings(settings)
+        profile = load_profile(job.doc["profile"], settings.getlist("RECORDHOUND_PROFILES_DIRS"))
+        self.backend = make_backend(config, crawl_name(config, profile), timeout=10.0)
+        self.opened = False
+        self.first_page = False
+        self.base: int | None = None  # pages done before this run (a resumed crawl has some)
+        self.progress(None)
+
+    def progress(self, pid: int | None) -> dict[str, Any]:
+        try:
+            if not self.opened:
+                self.backend.open()
+                self.opened = True
+            counts = self.backend.counts()
+        except Exception as exc:  # noqa: BLE001 - the store may not exist yet, or be down: no progress now
+            logger.debug("No frontier counts yet: %s", exc)
+            return {"pid": pid}
+        changes: dict[str, Any] = {"pid": pid, "progress": {"done": counts.done, "total": counts.done + counts.to_fetch,
+                                                            "unit": "pages"}}
+        if self.base is None:
+            self.base = counts.done
+        elif counts.done and counts.done != self.base and not self.first_page:
+            self.first_page = True
+            changes["first_page_at"] = time.time()
+        return changes
+
+    def close(self) -> None:
+        if self.opened:
+            self.backend.close()
+
+
+def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat,
+                overrides: list[tuple[str, str]]) -> str:
+    """The crawl as a scrapyd job of ``RECORDHOUND_JOB_SCRAPYD_TARGET`` (its progress is read from
+    the shared frontier, so use it with REDIS_URL); stop cancels it with SIGTERM."""
+    from recordhound.scrapyd_client import ScrapydClient, Target
+
+    client = ScrapydClient(Target.from_config(config.scrapyd_target))
+    args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url") else {})}
+    name = f"{job.source}--job{job.id}-{job.doc.get('attempts', 1)}"
+    external = client.schedule("catalog", 1, dict(overrides), args, job_ids=[name])[0]
+    pages = FramePages(job, settings)
+    stopping = False
+    try:
+        while not any(found.get("id") == external for found in client.jobs()["finished"]):
+            if beat({**pages.progress(None), "external": external}) == states.STOPPING and not stopping:
+                stopping = True
+                client.cancel(external)
+            time.sleep(config.poll_seconds)
+    finally:
+        pages.close()
+    return states.STOPPED if stopping else states.DONE

@@ -1,0 +1,157 @@
+"""Jobs (``job:parse_source:N``) kept in their source's row: ``sources.metadata["job"]``.
+
+A job parses one source, so the source's id is the job's id and its JSON metadata already holds
+the import's resume state (``last_parsed_line``...). No new table: the job survives a restart of
+the admin and of the worker because it is in the product database; every change is one
+transaction under the database's write lock, so a claim is a compare-and-set.
+
+The job document::
+
+    type: crawl | import       profile: the profile's path     file: the import's file
+    base_url: another copy of the shop (crawl)   status: see ``states``   attempts: runs taken
+    last_error   progress: {done, total, unit: pages | lines}
+    worker: "host:pid"   heartbeat, created_at, started_at, first_page_at, finished_at: Unix times
+    schedule: {every_hours, follow}   next_run_at: when a scheduled job is queued again
+    external: the scrapyd job id of a crawl run there
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select, update
+
+from recordhound.db.engine import lock_for_writing
+from recordhound.db.models import Source
+from recordhound.db.sources import ensure_source
+from recordhound.exceptions import RecordhoundError
+from recordhound.jobs import states
+
+KEY = "job"
+
+
+class JobError(RecordhoundError):
+    """A job that does not exist, or cannot do what was asked in its state."""
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    source: str
+    doc: dict[str, Any]
+
+    @property
+    def status(self) -> str:
+        return str(self.doc.get("status") or states.QUEUED)
+
+    @property
+    def name(self) -> str:
+        return f"job:parse_source:{self.id}"
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def create(engine: Engine, name: str, kind: str, location: str, doc: dict[str, Any]) -> Job:
+    """Create (or replace the finished job of) source ``name``; the job is queued."""
+    source_id = ensure_source(engine, name, kind, location)
+    now = time.time()
+
+    def change(job: dict[str, Any]) -> dict[str, Any]:
+        if job and job.get("status") in states.HELD:
+            raise JobError(f"job:parse_source:{source_id} ({name}) is {job['status']}: stop it first")
+        return {"attempts": 0, "last_error": None, "progress": {"done": 0, "total": None},
+                "schedule": {"every_hours": None, "follow": False}, **doc,
+                "status": states.QUEUED, "created_at": now, "next_run_at": None}
+
+    return _change(engine, source_id, change)
+
+
+def get(engine: Engine, job_id: int) -> Job:
+    with engine.connect() as conn:
+        row = conn.execute(select(Source.name, Source.meta.label("meta")).where(Source.id == job_id)).first()
+    if row is None or not (row.meta or {}).get(KEY):
+        raise JobError(f"no job job:parse_source:{job_id}; see `recordhound job list`")
+    return Job(job_id, row.name, dict(row.meta[KEY]))
+
+
+def all_jobs(engine: Engine) -> list[Job]:
+    with engine.connect() as conn:
+        rows = conn.execute(select(Source.id, Source.name, Source.meta.label("meta")).order_by(Source.id)).all()
+    return [Job(r.id, r.name, dict(r.meta[KEY])) for r in rows if (r.meta or {}).get(KEY)]
+
+
+def update_job(engine: Engine, job_id: int, changes: dict[str, Any], worker: str | None = None) -> Job:
+    """Merge ``changes``; with ``worker``, only while that worker holds the job (else JobError)."""
+    def change(job: dict[str, Any]) -> dict[str, Any]:
+        if worker is not None and (job.get("worker") != worker or job.get("status") not in states.HELD):
+            raise JobError(f"job:parse_source:{job_id} is no longer held by {worker}")
+        return {**job, **changes}
+
+    return _change(engine, job_id, change)
+
+
+def request(engine: Engine, job_id: int, action: str) -> Job:
+    """A person's start / stop / resume."""
+    def change(job: dict[str, Any]) -> dict[str, Any]:
+        status = job.get("status")
+        if action == "stop" and status in states.STOPPABLE:
+            return {**job, "status": states.STOPPED if status == states.QUEUED else states.STOPPING}
+        if action in ("start", "resume") and status in states.STARTABLE:
+            return {**job, "status": states.QUEUED, "next_run_at": None, "restart": action == "start"}
+        raise JobError(f"job:parse_source:{job_id} is {status}: it cannot {action} now")
+
+    return _change(engine, job_id, change)
+
+
+def claim(engine: Engine, worker: str, lease_seconds: float, alive: Callable[[str], bool]) -> Job | None:
+    """Take the first job to run: queued, a schedule come due, or held by a worker that is gone
+    (its heartbeat is older than ``lease_seconds``, or ``alive`` says its process is not)."""
+    now = time.time()
+    with engine.begin() as conn:
+        lock_for_writing(conn)
+        for row in conn.execute(select(Source.id, Source.name, Source.meta.label("meta")).order_by(Source.id)):
+            source_id, name, meta = int(row.id), str(row.name), dict(row.meta or {})
+            job = dict(meta.get(KEY) or {})
+            if not job or not _runnable(job, now, lease_seconds, alive):
+                continue
+            taken = {**job, "status": states.RUNNING, "worker": worker, "heartbeat": now, "started_at": now,
+                     "attempts": int(job.get("attempts") or 0) + 1, "first_page_at": None, "finished_at": None,
+                     "taken_over": job.get("worker") if job.get("status") in states.HELD else None}
+            _write(conn, source_id, meta, taken)
+            return Job(source_id, name, taken)
+    return None
+
+
+def _runnable(job: dict[str, Any], now: float, lease_seconds: float, alive: Callable[[str], bool]) -> bool:
+    status = job.get("status")
+    if status == states.QUEUED:
+        return True
+    if status == states.DONE:
+        return bool(job.get("next_run_at")) and float(job["next_run_at"]) <= now
+    if status in states.HELD:
+        stale = now - float(job.get("heartbeat") or 0) > lease_seconds
+        return stale or not alive(str(job.get("worker") or ""))
+    return False
+
+
+def _change(engine: Engine, job_id: int, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Job:
+    with engine.begin() as conn:
+        lock_for_writing(conn)
+        row = conn.execute(select(Source.name, Source.meta.label("meta")).where(Source.id == job_id)).first()
+        if row is None:
+            raise JobError(f"no source {job_id}")
+        job = change(dict((row.meta or {}).get(KEY) or {}))
+        _write(conn, job_id, dict(row.meta or {}), job)
+        return Job(job_id, row.name, job)
+
+
+def _write(conn: Connection, source_id: int, meta: dict[str, Any], job: dict[str, Any]) -> None:
+    meta[KEY] = job
+    conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))

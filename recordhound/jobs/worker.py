@@ -1,0 +1,110 @@
+"""`recordhound worker`: takes jobs one at a time and runs them, writing a heartbeat and progress.
+
+Several workers may run (on one machine or many): a job is claimed in one transaction. A worker
+killed with SIGKILL leaves its job ``running`` with a heartbeat that stops moving; the next worker
+takes it over once the heartbeat is ``RECORDHOUND_WORKER_LEASE_SECONDS`` old, or at once when the
+dead worker was on its own host. An import then resumes at the line after the last committed
+batch (the importer's ``last_parsed_line``), a crawl at the frontier's state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from typing import Any
+
+from scrapy.settings import BaseSettings
+from sqlalchemy import Engine
+
+from recordhound.jobs import runners, states, store
+from recordhound.jobs.config import WorkerConfig
+
+logger = logging.getLogger(__name__)
+
+
+def process_alive(worker: str) -> bool:
+    """Whether ``host:pid`` is alive (a worker of another host: assumed so, its heartbeat decides)."""
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Worker:
+    def __init__(self, engine: Engine, settings: BaseSettings, config: WorkerConfig,
+                 overrides: list[tuple[str, str]]) -> None:
+        self.engine, self.settings, self.config, self.overrides = engine, settings, config, overrides
+        self.id = store.worker_id()
+        self.stopping = False
+        self.ran = 0
+
+    def run(self, once: bool = False) -> int:
+        """Run jobs until SIGTERM/SIGINT (``once``: until none is waiting); returns how many ran."""
+        signal.signal(signal.SIGTERM, self._stop)
+        logger.info("Worker %s started", self.id)
+        while not self.stopping:
+            job = store.claim(self.engine, self.id, self.config.lease_seconds, process_alive)
+            if job is None:
+                if once:
+                    break
+                time.sleep(self.config.poll_seconds)
+                continue
+            self.run_job(job)
+            self.ran += 1
+        return self.ran
+
+    def _stop(self, _signum: int, _frame: Any) -> None:
+        self.stopping = True
+        raise KeyboardInterrupt  # out of a running job: its run returns the job to the queue
+
+    def run_job(self, job: store.Job) -> None:
+        if job.doc.get("taken_over"):
+            logger.warning("%s: taken over from %s (gone); attempt %d", job.name, job.doc["taken_over"],
+                           job.doc["attempts"])
+        logger.info("%s (%s %s): running", job.name, job.doc.get("type"), job.source)
+        try:
+            outcome = self._run(job)
+        except KeyboardInterrupt:
+            self._end(job, states.QUEUED, None)  # the next worker resumes it
+            raise
+        except store.JobError as exc:
+            logger.warning("%s: %s", job.name, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - any failure of a run is the job's last error
+            logger.exception("%s failed", job.name)
+            self._end(job, states.FAILED, f"{type(exc).__name__}: {exc}")
+            return
+        self._end(job, outcome, None)
+
+    def _run(self, job: store.Job) -> str:
+        def beat(changes: dict[str, Any]) -> str:
+            return store.update_job(self.engine, job.id, {**changes, "heartbeat": time.time()}, self.id).status
+
+        if job.doc.get("type") == states.IMPORT:
+            return runners.run_import(job, self.settings, self.config, beat)
+        if self.config.scrapyd_target:
+            return runners.run_scrapyd(job, self.settings, self.config, beat, self.overrides)
+        return runners.run_crawl(job, self.settings, self.config, beat, self.overrides)
+
+    def _end(self, job: store.Job, status: str, error: str | None) -> None:
+        every = (job.doc.get("schedule") or {}).get("every_hours")
+        now = time.time()
+        changes: dict[str, Any] = {"status": status, "finished_at": now, "pid": None}
+        if error is not None:
+            changes["last_error"] = error
+        if status == states.DONE and every:
+            changes["next_run_at"] = now + float(every) * 3600
+        try:
+            store.update_job(self.engine, job.id, changes, self.id)
+        except store.JobError as exc:
+            logger.warning("%s: %s", job.name, exc)
+        logger.info("%s: %s%s", job.name, status, f" ({error})" if error else "")

@@ -1,0 +1,116 @@
+"""Jobs and the worker as real processes: an import job's worker killed with SIGKILL mid-file is
+taken over by the next worker, which resumes at the next line (the catalog then equals the demo's
+truth, ids consecutive); stop and resume from the command line; a user error is one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recordhound.demo.catalog import Catalog
+from recordhound.demo.truth import build_truth
+from tests.integration.dbcheck import ProductDb
+from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
+from tests.services import TRUSTED, PostgresDatabase
+
+RELEASES, SEED = 200, 12
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    with PostgresDatabase() as db:
+        yield db.url
+
+
+def _env(database_url: str, failpoints: str = "") -> dict[str, str]:
+    return {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": "", "SCRAPY_SETTINGS_MODULE": "recordhound.settings",
+            "RECORDHOUND_FAILPOINTS": failpoints}
+
+
+def _cli(tmp_path: Path, database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "recordhound", *args], cwd=tmp_path, env=_env(database_url),
+                          capture_output=True, text=True, timeout=120)
+
+
+def _jobs(tmp_path: Path, database_url: str) -> list[dict[str, Any]]:
+    listed = _cli(tmp_path, database_url, "job", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    found: list[dict[str, Any]] = json.loads(listed.stdout)
+    return found
+
+
+def _export(tmp_path: Path, database_url: str) -> Path:
+    exported = _cli(tmp_path, database_url, "demo-shop", "--releases", str(RELEASES), "--seed", str(SEED),
+                    "--export", str(tmp_path / "export"))
+    assert exported.returncode == 0, exported.stderr
+    return tmp_path / "export" / "catalog.csv"
+
+
+def _frozen(pid: int) -> bool:
+    """The process stopped itself at a crash point (SIGSTOP: state T)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_worker_killed_mid_import_is_taken_over_and_the_import_resumes_at_the_next_line(
+        tmp_path: Path, database: str) -> None:
+    feed = _export(tmp_path, database)
+    queued = _cli(tmp_path, database, "job", "import", "demo_feed", "--file", str(feed))
+    assert queued.returncode == 0 and "queued" in queued.stdout, queued.stderr
+    batch = ("-s", "RECORDHOUND_JOB_IMPORT_BATCH=40")
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
+    worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *batch, *TRUSTED], cwd=tmp_path,
+                              env=_env(database, "import.after_commit=stop@3"), stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while not _frozen(worker.pid):
+            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+            time.sleep(0.05)
+        os.kill(worker.pid, signal.SIGKILL)  # mid-file: batch 3 committed, its progress not written
+        assert worker.wait(30) == -signal.SIGKILL
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        log.close()
+    [job] = _jobs(tmp_path, database)
+    assert job["status"] == "running" and job["attempts"] == 1
+    assert job["progress"]["done"] == 80 and job["progress"]["total"] == len(build_truth(Catalog(RELEASES, seed=SEED))["offers"])
+    again = subprocess.run([sys.executable, "-m", "recordhound", "worker", "--once", *batch, *TRUSTED], cwd=tmp_path,
+                           env=_env(database), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    [job] = _jobs(tmp_path, database)
+    assert (job["status"], job["attempts"], job["last_error"]) == ("done", 2, None)
+    assert job["progress"]["done"] == job["progress"]["total"]
+    truth = build_truth(Catalog(RELEASES, seed=SEED))
+    assert_product_db_matches(database, truth)
+    db = ProductDb(database)
+    try:
+        assert_ids_consecutive(db)
+    finally:
+        db.close()
+
+
+def test_stop_and_resume_a_queued_job_and_one_line_errors(tmp_path: Path, database: str) -> None:
+    feed = _export(tmp_path, database)
+    assert _cli(tmp_path, database, "job", "import", "demo_feed", "--file", str(feed)).returncode == 0
+    [job] = _jobs(tmp_path, database)
+    stopped = _cli(tmp_path, database, "job", "stop", str(job["id"]))
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    ran = _cli(tmp_path, database, "worker", "--once")
+    assert ran.returncode == 0 and "0 jobs run" in ran.stderr  # a stopped job waits
+    again = _cli(tmp_path, database, "job", "stop", str(job["id"]))
+    assert again.returncode == 2 and again.stderr.strip() == f"error: job:parse_source:{job['id']} is stopped: it cannot stop now"
+    missing = _cli(tmp_path, database, "job", "resume", "999")
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no " in missing.stderr
+    assert _cli(tmp_path, database, "job", "resume", str(job["id"])).returncode == 0
+    assert _jobs(tmp_path, database)[0]["status"] == "queued"

@@ -1,0 +1,57 @@
+"""The job store's rules on a SQLite file: claims, take-overs, schedules, start/stop/resume."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from recordhound.db.migrate import open_database
+from recordhound.jobs import states, store
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    return open_database(f"sqlite:///{tmp_path / 'product.sqlite3'}")
+
+
+def _job(engine: Engine, name: str = "shop") -> store.Job:
+    return store.create(engine, name, "html", "http://shop/", {"type": states.CRAWL, "profile": name})
+
+
+def test_a_queued_job_is_claimed_once_with_an_attempt_counted(engine: Engine) -> None:
+    job = _job(engine)
+    assert (job.status, job.name) == (states.QUEUED, f"job:parse_source:{job.id}")
+    taken = store.claim(engine, "h:1", 30, lambda _: True)
+    assert taken is not None and taken.doc["attempts"] == 1 and taken.doc["worker"] == "h:1"
+    assert store.claim(engine, "h:2", 30, lambda _: True) is None  # held, heartbeat fresh, worker alive
+
+
+def test_a_job_of_a_dead_or_silent_worker_is_taken_over(engine: Engine) -> None:
+    _job(engine)
+    store.claim(engine, "h:1", 30, lambda _: True)
+    taken = store.claim(engine, "h:2", 30, lambda worker: worker != "h:1")  # its process is gone
+    assert taken is not None and taken.doc["attempts"] == 2 and taken.doc["taken_over"] == "h:1"
+    store.update_job(engine, taken.id, {"heartbeat": time.time() - 60}, "h:2")
+    again = store.claim(engine, "h:3", 30, lambda _: True)  # alive, but silent past the lease
+    assert again is not None and again.doc["worker"] == "h:3"
+    with pytest.raises(store.JobError, match="no longer held by h:2"):
+        store.update_job(engine, taken.id, {"progress": {"done": 1}}, "h:2")  # the old holder is fenced off
+
+
+def test_stop_resume_start_and_a_schedule_coming_due(engine: Engine) -> None:
+    job = _job(engine)
+    assert store.request(engine, job.id, "stop").status == states.STOPPED  # queued: stopped at once
+    with pytest.raises(store.JobError, match="cannot stop"):
+        store.request(engine, job.id, "stop")
+    assert store.request(engine, job.id, "resume").status == states.QUEUED
+    store.claim(engine, "h:1", 30, lambda _: True)
+    assert store.request(engine, job.id, "stop").status == states.STOPPING  # its worker stops it
+    store.update_job(engine, job.id, {"status": states.DONE, "next_run_at": time.time() + 3600}, "h:1")
+    assert store.claim(engine, "h:1", 30, lambda _: True) is None  # not due yet
+    store.update_job(engine, job.id, {"next_run_at": time.time() - 1})
+    assert store.claim(engine, "h:1", 30, lambda _: True) is not None  # due: runs again
+    with pytest.raises(store.JobError, match="stop it first"):
+        _job(engine)  # a held job is not replaced
