@@ -86,6 +86,22 @@ def review_env(backend: str, tmp_path: Path) -> Iterator[ReviewEnv]:
             env.engine.dispose()
 
 
+@contextmanager
+def open_env(database_url: str, tmp_path: Path) -> Iterator[ReviewEnv]:
+    """Over a given product DB (the ``database_url`` fixture): SQLite with the embedded queue,
+    PostgreSQL with the Redis queue (under a key prefix of its own, dropped afterwards)."""
+    redis = "" if database_url.startswith("sqlite") else redis_url()
+    env = _open("redis" if redis else "embedded", database_url, redis, unique_prefix(),
+                str(tmp_path / "review.sqlite3"))
+    try:
+        yield env
+    finally:
+        if redis:
+            env.queue.store.drop()
+        env.queue.close()
+        env.engine.dispose()
+
+
 def _open(backend: str, url: str, redis: str, prefix: str, queue_path: str) -> ReviewEnv:
     engine = make_engine(url)
     upgrade(engine)
