@@ -37,7 +37,7 @@ class ReviewEnv:
         values: dict[str, Any] = dict(
             redis_url=self.redis_url, redis_prefix=self.prefix, path=self.queue_path,
             trust_new_entities=False, price_threshold_pct=5.0, ttl_seconds=0, lease_seconds=30,
-            poll_seconds=0.1, ack_delay_seconds=0)
+            poll_seconds=0.1, ack_delay_seconds=0, batch_size=500)
         values.update(changes)
         return ReviewConfig(**values)
 
