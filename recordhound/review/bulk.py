@@ -63,6 +63,21 @@ def plan(queue: ReviewQueue, engine: Engine, selection: Selection, action: str,
     return decisions, left
 
 
+def by_ids(queue: ReviewQueue, engine: Engine, ids: list[int], action: str) -> tuple[list[Decision], list[Doc]]:
+    """The admin's selection: ``approve``/``skip`` each, or ``merge-top`` (each into its top
+    suggestion; those with none are left). Entries decided meanwhile are passed over when recorded."""
+    found = queue.entries_by_id(ids)
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise ReviewError(f"no review entry {missing[0]}; nothing was decided")
+    chosen = [found[i] for i in dict.fromkeys(ids)]
+    if action != "merge-top":
+        return [Decision(int(e["id"]), action) for e in chosen], []
+    decisions = [Decision(int(e["id"]), "merge", _top(e, 0.0)) for e in chosen if _top(e, 0.0) is not None]
+    _check_targets(engine, {int(e["id"]): e["kind"] for e in chosen}, decisions)
+    return decisions, [e for e in chosen if _top(e, 0.0) is None]
+
+
 def record(queue: ReviewQueue, decisions: list[Decision], batch_size: int, progress: Progress | None = None,
            skip_decided: bool = False) -> tuple[list[Doc], list[int]]:
     """Record the decisions, ``batch_size`` per queue transaction; returns (jobs, entries passed over)."""
