@@ -99,6 +99,9 @@ class PendingReview(BaseView):
         entries = [e for e in entries if e["kind"] != "price"
                    and (not search or search in e["name"].casefold()
                         or any(search in s.casefold() for s in e["spellings"]))]
+        suggested = request.query_params.get("suggested") or ""
+        if suggested in ("yes", "no"):  # names with a suggested merge, or with none
+            entries = [e for e in entries if bool(e.get("suggestions")) == (suggested == "yes")]
         sort = "waiting" if request.query_params.get("sort") == "waiting" else "oldest"
         if sort == "waiting":  # the names most items wait on first
             entries.sort(key=lambda e: (-int(e["waiting"]), int(e["id"])))
@@ -108,7 +111,7 @@ class PendingReview(BaseView):
         return await self.templates.TemplateResponse(request, "recordhound/pending.html", {
             "entries": shown, "paging": paging, "kind": kind or "", "q": request.query_params.get("q", ""),
             "kinds": ENTITY_KINDS, "source": source or "", "sources": await run_in_threadpool(_sources, ctx.engine),
-            "sort": sort, "done": request.query_params.get("done"), "error": request.query_params.get("error")})
+            "sort": sort, "suggested": suggested, "done": request.query_params.get("done"), "error": request.query_params.get("error")})
 
     @expose("/review/decide", methods=["POST"], identity="review-decide")
     async def decide(self, request: Request) -> Response:

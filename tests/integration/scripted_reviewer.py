@@ -7,6 +7,7 @@ names. Used by ``test_review_bulk_browser.py`` and ``bench/review_bulk.py``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from recordhound.items import Release
 from tests.integration.admin_server import PASSWORD, USER
 from tests.integration.review_env import ReviewEnv
 
+logger = logging.getLogger(__name__)
 SOURCE = "demo"
 ROWS_JS = """() => Array.from(document.querySelectorAll('table#pending tr[data-entry]')).map(row => ({
   id: Number(row.dataset.entry), name: row.dataset.name,
@@ -74,32 +76,14 @@ def log_in(page: Page, base: str) -> None:
 
 
 def clear(page: Page, base: str, env: ReviewEnv, backlog: Backlog) -> Counter[str]:
-    """Decide every pending name; returns how many decisions each way of deciding took."""
+    """Decide every pending name; returns how many decisions each way of deciding took. First the
+    names with a suggestion (most items waiting first), then those with none."""
     ids = entity_ids(env)
     kinds = {e["id"]: e["kind"] for e in env.queue.entries()}
     used: Counter[str] = Counter()
-    page_number = 1
-    for _ in range(5000):  # a name that cannot be decided must not loop forever
-        page.goto(f"{base}/admin/review?sort=waiting&page={page_number}")
-        rows = page.evaluate(ROWS_JS)
-        plan = _plan(rows, kinds, ids, backlog)
-        if not any(plan.values()):
-            if not page.locator("a[rel=next]").count():
-                break
-            page_number += 1
-            continue
-        if page_number > 1 and not rows:
-            page_number = 1
-            continue
-        if plan["bulk"]:
-            for entry_id in plan["bulk"]:
-                page.locator(f'tr[data-entry="{entry_id}"] input.pending-entry').check()
-            page.locator("button.merge-top").click()
-            expect(page.locator("#done")).to_contain_text(f"{len(plan['bulk'])} decided")
-            used["bulk merge into the top suggestion"] += len(plan["bulk"])
-            continue
-        used[_one(page, base, plan)] += 1
-    page.goto(f"{base}/admin/review")
+    for listing in ("suggested=yes&sort=waiting", "suggested=no"):
+        _walk(page, f"{base}/admin/review?{listing}", kinds, ids, backlog, used)
+    page.goto(f"{base}/admin/review?suggested=no")
     page.locator("button.approve-unsuggested").click()
     done = page.locator("#done")
     expect(done).to_contain_text("with no suggestion")
@@ -107,8 +91,44 @@ def clear(page: Page, base: str, env: ReviewEnv, backlog: Backlog) -> Counter[st
     return used
 
 
+def _walk(page: Page, url: str, kinds: dict[int, str], ids: dict[str, dict[str, int]], backlog: Backlog,
+          used: Counter[str]) -> None:
+    """Page by page, until no page of the list holds a name to decide by hand or in bulk."""
+    page_number = 1
+    page.goto(url)
+    for _ in range(5000):  # a name that cannot be decided must not loop forever
+        if "q=" in page.url or "/admin/review" not in page.url:  # back from the merge search
+            page.goto(f"{url}&page={page_number}")
+        rows = page.evaluate(ROWS_JS)
+        plan = _plan(rows, kinds, ids, backlog)
+        if not any(plan.values()):
+            if not page.locator("a[rel=next]").count():
+                return
+            page_number += 1
+            page.goto(f"{url}&page={page_number}")
+            continue
+        if plan["bulk"] and not used["keyboard merge (m)"]:  # the first right top suggestion: by keyboard
+            plan["key_merge"], plan["bulk"] = [next(r for r in rows if r["id"] == plan["bulk"][0])], []
+        how, count = _bulk(page, plan, rows) if plan["bulk"] else (_one(page, plan), 1)
+        used[how] += count
+        logger.info("%s, page %d: %s %d (%s so far)", url, page_number, how, count, dict(used))
+
+
+def _bulk(page: Page, plan: dict[str, list], rows: list[dict]) -> tuple[str, int]:  # type: ignore[type-arg]
+    """Select all, untick the names whose top suggestion is wrong, merge each into its top suggestion
+    (names with no suggestion stay)."""
+    page.locator("input.select-all").check()
+    for row in rows:
+        if row["suggested"] and row["id"] not in plan["bulk"]:
+            page.locator(f'tr[data-entry="{row["id"]}"] input.pending-entry').uncheck()
+    page.locator("button.merge-top").click()
+    expect(page.locator("#done")).to_contain_text(f"{len(plan['bulk'])} decided")
+    return "bulk merge into the top suggestion", len(plan["bulk"])
+
+
 def _plan(rows: list[dict], kinds: dict[int, str], ids: dict[str, dict[str, int]],  # type: ignore[type-arg]
           backlog: Backlog) -> dict[str, list]:  # type: ignore[type-arg]
+    """What the reviewer does with each row of the page, knowing the truth."""
     plan: dict[str, list] = {"bulk": [], "key_merge": [], "click": [], "search": [], "key_approve": []}  # type: ignore[type-arg]
     for row in rows:
         kind = kinds[row["id"]]
@@ -128,7 +148,7 @@ def _plan(rows: list[dict], kinds: dict[int, str], ids: dict[str, dict[str, int]
     return plan
 
 
-def _one(page: Page, base: str, plan: dict[str, list]) -> str:  # type: ignore[type-arg]
+def _one(page: Page, plan: dict[str, list]) -> str:  # type: ignore[type-arg]
     """One name decided by hand: the keyboard where it can, a click or the merge search where not."""
     if plan["key_merge"] or plan["key_approve"]:
         row = (plan["key_merge"] or plan["key_approve"])[0]
