@@ -112,7 +112,7 @@ class ApplyWorker:
             if self.config.ack_delay_seconds:
                 time.sleep(self.config.ack_delay_seconds)
             self.queue.settle_many(list(zip(jobs, outcomes)))
-            released = self._release([int(job["entry_id"]) for job in jobs])
+            released = self._release_many([int(job["entry_id"]) for job in jobs])
         except Exception as exc:  # noqa: BLE001 - as apply_one: the jobs fail, never the worker
             error = f"{type(exc).__name__}: {exc}"
             logger.error("A batch of %d jobs failed after its writes: %s", len(jobs), error)
@@ -134,7 +134,7 @@ class ApplyWorker:
             if self.config.ack_delay_seconds:
                 time.sleep(self.config.ack_delay_seconds)
             self.queue.settle(job, outcome)
-            released = self._release([int(job["entry_id"])]) if entry["kind"] != "price" else Counter()
+            released = self._release(int(job["entry_id"])) if entry["kind"] != "price" else Counter()
         except Exception as exc:  # noqa: BLE001 - any error fails this job, never the worker
             error = f"{type(exc).__name__}: {exc}"
             logger.error("Job %s (%s entry %s) failed: %s", job["id"], job["action"], job["entry_id"], error)
@@ -192,7 +192,10 @@ class ApplyWorker:
             return {"status": "superseded", "entity_id": None, "offer_id": entry["offer_id"], "reason": reason}
         return {"status": "approved", "entity_id": None, "offer_id": entry["offer_id"]}
 
-    def _release(self, entry_ids: list[int]) -> Counter[str]:
+    def _release(self, entry_id: int) -> Counter[str]:
+        return self._release_many([entry_id])
+
+    def _release_many(self, entry_ids: list[int]) -> Counter[str]:
         """The items these entries held back go through the writer again: stored, still parked
         (on another pending name), or rejected (a skip took their only artist)."""
         counts: Counter[str] = Counter()
