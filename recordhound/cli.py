@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from recordhound.config import FrontierConfig
     from recordhound.demo.catalog import Catalog
     from recordhound.scrapyd_client import ScrapydClient
+    from recordhound.catalog.apply import Progress
 
 
 _debug = {"traceback": False}
@@ -620,13 +621,13 @@ def apply_command(follow: bool) -> None:
                f"({ReviewConfig.from_settings(current_settings()).backend} queue)")
 
 
-def run_apply(follow: bool) -> Counter[str]:
+def run_apply(follow: bool, progress: Progress | None = None) -> Counter[str]:
     """Run the apply worker over the project's database and review queue."""
     from recordhound.catalog.apply import open_worker
 
     worker = open_worker(current_settings())
     try:
-        return worker.run(follow=follow)
+        return worker.run(follow=follow, progress=progress)
     except KeyboardInterrupt:
         return worker.counts
 

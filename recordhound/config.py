@@ -197,6 +197,7 @@ class ReviewConfig:
     lease_seconds: float
     poll_seconds: float
     ack_delay_seconds: float
+    batch_size: int  # decisions per queue transaction and per product-DB transaction
 
     @property
     def backend(self) -> str:
@@ -214,4 +215,5 @@ class ReviewConfig:
             lease_seconds=positive_float(settings, "RECORDHOUND_APPLY_LEASE_SECONDS"),
             poll_seconds=positive_float(settings, "RECORDHOUND_APPLY_POLL_SECONDS"),
             ack_delay_seconds=non_negative_float(settings, "RECORDHOUND_APPLY_ACK_DELAY_SECONDS"),
+            batch_size=positive_int(settings, "RECORDHOUND_REVIEW_BATCH_SIZE"),
         )

@@ -160,6 +160,9 @@ RECORDHOUND_REVIEW_TTL_SECONDS = 0
 RECORDHOUND_APPLY_LEASE_SECONDS = 60.0
 # `recordhound apply --follow` looks for new decisions this often (seconds).
 RECORDHOUND_APPLY_POLL_SECONDS = 1.0
+# Decisions recorded (one queue transaction) and applied (one product-DB transaction) together
+# by `recordhound review approve|skip|merge` over many entries, the admin and the apply worker (count).
+RECORDHOUND_REVIEW_BATCH_SIZE = 500
 # Wait this long between a job's product-DB writes and its ack (seconds; for crash tests only).
 RECORDHOUND_APPLY_ACK_DELAY_SECONDS = 0
 

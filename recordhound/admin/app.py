@@ -96,7 +96,8 @@ def build_app(settings: BaseSettings) -> Starlette:
     engine = open_database(store.database_url)
     hosts = settings.getlist("RECORDHOUND_ADMIN_ALLOWED_HOSTS")
     script = (Path(__file__).parent / "static" / "recordhound.js").read_bytes()
-    state = AdminContext(engine, open_queue(review), FrontierConfig.from_settings(settings))
+    keys = (Path(__file__).parent / "static" / "review-keys.js").read_bytes()  # the review list's shortcuts
+    state = AdminContext(engine, open_queue(review), FrontierConfig.from_settings(settings), review.batch_size)
     metrics = registry(state.frontier, state.engine, state.queue)
 
     async def serve_metrics(request: Request) -> Response:
@@ -107,6 +108,8 @@ def build_app(settings: BaseSettings) -> Starlette:
     app = Starlette(routes=[Route("/", lambda request: RedirectResponse("/admin/")),
                             Route("/recordhound.js", lambda request: Response(script, media_type="text/javascript"),
                                   name="recordhound-js"),
+                            Route("/review-keys.js", lambda request: Response(keys, media_type="text/javascript"),
+                                  name="review-keys-js"),
                             Route("/metrics", serve_metrics, name="metrics")],
                     middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
                     lifespan=lambda _: _apply_worker(settings))

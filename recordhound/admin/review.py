@@ -22,7 +22,9 @@ from recordhound.config import FrontierConfig
 from recordhound.db.entities import ENTITIES
 from recordhound.db.models import Source
 from recordhound.exceptions import RecordhoundError
+from recordhound.review import bulk
 from recordhound.review.decisions import decide
+from recordhound.review.docstore import Doc
 from recordhound.review.queue import ENTITY_KINDS, ReviewQueue
 
 PAGE_SIZE = 50
@@ -33,6 +35,7 @@ class AdminContext:
     engine: Engine
     queue: ReviewQueue
     frontier: FrontierConfig
+    batch_size: int  # RECORDHOUND_REVIEW_BATCH_SIZE: bulk decisions per queue transaction
 
 
 def context(request: Request) -> AdminContext:
@@ -87,20 +90,28 @@ class PendingReview(BaseView):
 
     @expose("/review", methods=["GET"], identity="pending-review")
     async def pending(self, request: Request) -> Response:
+        ctx = context(request)
         kind = request.query_params.get("type") or None
         kind = kind if kind in ENTITY_KINDS else None
+        source = request.query_params.get("source") or None
         search = (request.query_params.get("q") or "").strip().casefold()
-        entries = await run_in_threadpool(context(request).queue.entries, kind)
+        entries = await run_in_threadpool(ctx.queue.entries, kind, source)
         entries = [e for e in entries if e["kind"] != "price"
                    and (not search or search in e["name"].casefold()
                         or any(search in s.casefold() for s in e["spellings"]))]
+        suggested = request.query_params.get("suggested") or ""
+        if suggested in ("yes", "no"):  # names with a suggested merge, or with none
+            entries = [e for e in entries if bool(e.get("suggestions")) == (suggested == "yes")]
+        sort = "waiting" if request.query_params.get("sort") == "waiting" else "oldest"
+        if sort == "waiting":  # the names most items wait on first
+            entries.sort(key=lambda e: (-int(e["waiting"]), int(e["id"])))
         shown, paging = _page(entries, request)
         for entry in shown:
-            entry["releases"] = await run_in_threadpool(_waiting_releases, context(request).queue, entry["id"])
+            entry["releases"] = await run_in_threadpool(_waiting_releases, ctx.queue, entry["id"])
         return await self.templates.TemplateResponse(request, "recordhound/pending.html", {
             "entries": shown, "paging": paging, "kind": kind or "", "q": request.query_params.get("q", ""),
-            "kinds": ENTITY_KINDS, "done": request.query_params.get("done"),
-            "error": request.query_params.get("error")})
+            "kinds": ENTITY_KINDS, "source": source or "", "sources": await run_in_threadpool(_sources, ctx.engine),
+            "sort": sort, "suggested": suggested, "done": request.query_params.get("done"), "error": request.query_params.get("error")})
 
     @expose("/review/decide", methods=["POST"], identity="review-decide")
     async def decide(self, request: Request) -> Response:
@@ -115,11 +126,39 @@ class PendingReview(BaseView):
 
     @expose("/review/bulk", methods=["POST"], identity="review-bulk")
     async def bulk(self, request: Request) -> Response:
+        """The selected entries, in one queue transaction per batch: approve, skip, or merge each
+        into its top suggestion (those without one stay, and are named)."""
         form = await request.form()
         ids = _ids(_texts(form.getlist("selected")))
+        action = str(form.get("action", ""))
         if not ids:
             return await _back(request, "admin:view-pending-review", "select entries first", error=True)
-        return await _decide(request, "admin:view-pending-review", ids, str(form.get("action", "")), bulk=True)
+        if action not in ("approve", "skip", "merge-top"):
+            return await _back(request, "admin:view-pending-review", f"unknown bulk action {action!r}", error=True)
+        ctx = context(request)
+        try:
+            decisions, left = await run_in_threadpool(bulk.by_ids, ctx.queue, ctx.engine, ids, action)
+            done = await run_in_threadpool(bulk.record, ctx.queue, decisions, ctx.batch_size, None, True)
+        except RecordhoundError as exc:
+            return await _back(request, "admin:view-pending-review", str(exc), error=True)
+        return await _back(request, "admin:view-pending-review", _bulk_message(action, done, left))
+
+    @expose("/review/approve-unsuggested", methods=["POST"], identity="review-approve-unsuggested")
+    async def approve_unsuggested(self, request: Request) -> Response:
+        """Every pending name of one source (of the type shown) that has no suggested merge."""
+        form = await request.form()
+        source, kind = str(form.get("source") or ""), str(form.get("type") or "") or None
+        if not source:
+            return await _back(request, "admin:view-pending-review", "pick a source first", error=True)
+        ctx = context(request)
+        selection = bulk.Selection(every=True, source=source, kind=kind, no_suggestion=True)
+        try:
+            decisions, _ = await run_in_threadpool(bulk.plan, ctx.queue, ctx.engine, selection, "approve")
+            done = await run_in_threadpool(bulk.record, ctx.queue, decisions, ctx.batch_size, None, True)
+        except RecordhoundError as exc:
+            return await _back(request, "admin:view-pending-review", str(exc), error=True)
+        return await _back(request, "admin:view-pending-review",
+                           f"approve: {len(done[0])} names of {source} with no suggestion")
 
     @expose("/review/{entry_id:int}/edit", methods=["GET"], identity="review-edit")
     async def edit(self, request: Request) -> Response:
@@ -138,6 +177,23 @@ class PendingReview(BaseView):
 
 
 WAITING_SHOWN = 3
+
+
+def _bulk_message(action: str, done: tuple[list[Doc], list[int]], left: list[Doc]) -> str:
+    jobs, passed = done
+    verb = "merge into the top suggestion" if action == "merge-top" else action
+    message = f"{verb}: {len(jobs)} decided"
+    if passed:
+        message += f"; already decided: {', '.join(f'#{i}' for i in passed)}"
+    if left:
+        ids = ", ".join(f"#{entry['id']}" for entry in left)
+        message += f"; no suggestion, left as they are: {ids}"
+    return message
+
+
+def _sources(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return [str(name) for name in conn.execute(select(Source.name).order_by(Source.name)).scalars()]
 
 
 def _waiting_releases(queue: ReviewQueue, entry_id: int) -> list[dict[str, str]]:

@@ -14,6 +14,7 @@ import os
 import socket
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from recordhound.db import entities
 from recordhound import failpoints
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.offers import set_price
+from recordhound.catalog.apply_batch import write_batch
 from recordhound.catalog.writer import CatalogWriter
 from recordhound.review.items import release_from_doc
 from recordhound.review.queue import ReviewError, ReviewQueue
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 Doc = dict[str, Any]
+Progress = Callable[[Counter[str], float], None]
 
 
 def open_worker(settings: BaseSettings) -> ApplyWorker:
@@ -55,26 +58,73 @@ class ApplyWorker:
         self.name = f"{socket.gethostname()}-{os.getpid()}"
         self.counts: Counter[str] = Counter()
 
-    def run(self, follow: bool = False, stop: Any = None) -> Counter[str]:
-        """Apply approved jobs until the queue is empty (or, with ``follow``, until ``stop()``)."""
+    def run(self, follow: bool = False, stop: Any = None, progress: Progress | None = None) -> Counter[str]:
+        """Apply approved jobs until the queue is empty (or, with ``follow``, until ``stop()``).
+
+        Jobs are leased and written in batches of ``batch_size``; ``progress(counts, seconds)``
+        is called after each batch."""
         started = last_log = time.monotonic()
         while stop is None or not stop():
             if self.config.ttl_seconds:
                 for entry_id in self.queue.expire(self.config.ttl_seconds):
                     logger.warning("Review entry %s expired (RECORDHOUND_REVIEW_TTL_SECONDS): moved to failed",
                                    entry_id)
-            job = self.queue.lease(self.name, self.config.lease_seconds)
-            if job is None:
+            jobs = self.queue.lease_many(self.name, self.config.lease_seconds, self.config.batch_size)
+            if not jobs:
                 if not follow:
                     break
                 time.sleep(self.config.poll_seconds)
                 continue
-            self.apply_one(job)
+            self.apply_many(jobs)
+            if progress is not None:
+                progress(self.counts, time.monotonic() - started)
             if time.monotonic() - last_log >= 10:
                 last_log = time.monotonic()
                 logger.info("Applied %d jobs (%.1f/s), %d failed", self.counts["completed"],
                             self.counts["completed"] / (last_log - started), self.counts["failed"])
         return self.counts
+
+    def apply_many(self, jobs: list[Doc]) -> None:
+        """Price changes one by one; decisions on names in one transaction (see ``apply_batch``)."""
+        names = [job for job in jobs if job["kind"] != "price"]
+        for job in jobs:
+            if job["kind"] == "price" or len(names) == 1:
+                self.apply_one(job)
+        if len(names) < 2:
+            return
+        try:
+            entries = self.queue.entries_by_id([int(job["entry_id"]) for job in names])
+            with self.engine.begin() as conn:
+                lock_for_writing(conn)
+                outcomes = write_batch(conn, names, entries)
+        except Exception as exc:  # noqa: BLE001 - one bad job must not fail the others: one by one finds it
+            logger.warning("%d decisions could not be written together (%s: %s): applying them one by one",
+                           len(names), type(exc).__name__, exc)
+            for job in names:
+                self.apply_one(job)
+            return
+        self._finish_batch(names, outcomes)
+
+    def _finish_batch(self, jobs: list[Doc], outcomes: list[Doc]) -> None:
+        """Settle the entries, release the items they held back, ack (the batch's writes are committed)."""
+        try:
+            failpoints.hit("apply.after_write")
+            if self.config.ack_delay_seconds:
+                time.sleep(self.config.ack_delay_seconds)
+            self.queue.settle_many(list(zip(jobs, outcomes)))
+            released = self._release_many([int(job["entry_id"]) for job in jobs])
+        except Exception as exc:  # noqa: BLE001 - as apply_one: the jobs fail, never the worker
+            error = f"{type(exc).__name__}: {exc}"
+            logger.error("A batch of %d jobs failed after its writes: %s", len(jobs), error)
+            for job in jobs:
+                self.queue.fail(job, error)
+            self.counts["failed"] += len(jobs)
+            return
+        batch = {"jobs": len(jobs), "items": dict(released)}  # items are released for the batch as a whole
+        acked = self.queue.complete_many([(job, {**outcome, "items": {}, "batch": batch})
+                                          for job, outcome in zip(jobs, outcomes)])
+        self.counts["completed"] += len(acked)
+        logger.info("Applied %d decisions in one batch; items released: %s", len(acked), dict(released) or "none")
 
     def apply_one(self, job: Doc) -> Doc | None:
         try:
@@ -84,7 +134,7 @@ class ApplyWorker:
             if self.config.ack_delay_seconds:
                 time.sleep(self.config.ack_delay_seconds)
             self.queue.settle(job, outcome)
-            released = self._release(job["entry_id"]) if entry["kind"] != "price" else Counter()
+            released = self._release(int(job["entry_id"])) if entry["kind"] != "price" else Counter()
         except Exception as exc:  # noqa: BLE001 - any error fails this job, never the worker
             error = f"{type(exc).__name__}: {exc}"
             logger.error("Job %s (%s entry %s) failed: %s", job["id"], job["action"], job["entry_id"], error)
@@ -143,11 +193,14 @@ class ApplyWorker:
         return {"status": "approved", "entity_id": None, "offer_id": entry["offer_id"]}
 
     def _release(self, entry_id: int) -> Counter[str]:
-        """The items this entry held back go through the writer again: stored, still parked
+        return self._release_many([entry_id])
+
+    def _release_many(self, entry_ids: list[int]) -> Counter[str]:
+        """The items these entries held back go through the writer again: stored, still parked
         (on another pending name), or rejected (a skip took their only artist)."""
         counts: Counter[str] = Counter()
         by_source: dict[int, list[Doc]] = {}
-        for parked in self.queue.parked_items(entry_id):
+        for parked in self.queue.parked_items_many(entry_ids):
             by_source.setdefault(int(parked["source_id"]), []).append(parked["item"])
         for source_id, docs in by_source.items():
             result = self.writer.write(source_id, [release_from_doc(d) for d in docs], trusted=False)

@@ -82,6 +82,36 @@ def by_key(conn: Connection, kind: str, key: str) -> int | None:
     return _by_key(conn, ENTITIES[kind], [key]).get(key)
 
 
+def by_keys(conn: Connection, kind: str, keys: Iterable[str]) -> dict[str, int]:
+    """Entities by their matching key (keys as :func:`name_key` gives them): key → id."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    entity = ENTITIES[kind].entity
+    return {key: entity_id for key, entity_id in
+            conn.execute(select(entity.name_key, entity.id).where(entity.name_key.in_(wanted))).all()}
+
+
+def existing(conn: Connection, kind: str, entity_ids: Iterable[int]) -> set[int]:
+    wanted = sorted(set(entity_ids))
+    if not wanted:
+        return set()
+    entity = ENTITIES[kind].entity
+    return {int(i) for i in conn.execute(select(entity.id).where(entity.id.in_(wanted))).scalars()}
+
+
+def create_in_order(conn: Connection, kind: str, names: list[tuple[str, str]]) -> dict[str, int]:
+    """Create entities from (name key, name) pairs, ids in the order given; returns key → id."""
+    rows = [{"name": name, "name_key": key} for key, name in names]
+    return dict(zip((key for key, _ in names), insert_with_ids(conn, ENTITIES[kind].entity, rows)))
+
+
+def attach_in_order(conn: Connection, kind: str, spellings: list[tuple[str, int]]) -> None:
+    """Like :func:`attach`, with synonym ids in the order given (a batch writes as one by one would)."""
+    tables = ENTITIES[kind]
+    insert_with_ids(conn, tables.synonym, [{"spelling": s, tables.fk: entity_id} for s, entity_id in spellings])
+
+
 def known_spellings(conn: Connection, kind: str, spellings: list[str]) -> set[str]:
     return set(_by_synonym(conn, ENTITIES[kind], spellings))
 

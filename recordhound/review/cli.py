@@ -92,50 +92,104 @@ def review_show(entry_id: int, as_json: bool) -> None:
 def _decide(entry_id: int, action: str, apply: bool, into: int | None = None,
             fields: dict[str, str] | None = None) -> None:
     """Check, queue and (with ``apply``) carry out one decision."""
-    from recordhound.config import StoreConfig
-    from recordhound.db.migrate import open_database
     from recordhound.review.decisions import decide
 
-    project = current_settings()
-    engine = open_database(StoreConfig.from_settings(project).database_url)
-    job = decide(_queue(), engine, entry_id, action, into=into, fields=fields)
+    job = decide(_queue(), _engine(), entry_id, action, into=into, fields=fields)
     if not apply:
         click.echo(f"job {job['id']}: {action} entry {entry_id} queued; `recordhound apply` (or the admin, "
                    f"or --apply) carries it out")
         return
-    from recordhound.cli import run_apply  # the catalog's apply worker (review/ does not import catalog/)
-
-    counts = run_apply(follow=False)
+    counts = _apply()
     click.echo(f"job {job['id']}: {action} entry {entry_id} applied ({counts['completed']} decisions applied, "
                f"{counts['failed']} failed)")
 
 
-APPLY = click.option("--apply", "apply", is_flag=True, help="carry the decision out now (runs the apply worker)")
+def _engine() -> Any:
+    from recordhound.config import StoreConfig
+    from recordhound.db.migrate import open_database
+
+    return open_database(StoreConfig.from_settings(current_settings()).database_url)
+
+
+def _apply() -> Any:
+    """The catalog's apply worker over what is approved, in this process, with progress lines."""
+    from recordhound.cli import run_apply  # review/ does not import catalog/
+
+    def progress(counts: Any, seconds: float) -> None:
+        _progress("applied", counts["completed"] + counts["failed"], None, seconds, f", {counts['failed']} failed")
+    return run_apply(follow=False, progress=progress)
+
+
+def _progress(what: str, done: int, total: int | None, seconds: float, extra: str = "") -> None:
+    rate = done / seconds if seconds > 0 else 0.0
+    of = f"/{total}" if total is not None else ""
+    click.echo(f"{what} {done}{of} ({rate:,.0f}/s, {seconds:.1f} s){extra}", err=True)
+
+
+def _decide_many(action: str, ids: tuple[int, ...], apply: bool, as_json: bool, into: int | None = None,
+                 **filters: Any) -> None:
+    """Check every selected entry, record the decisions in batches, then (``apply``) carry them out."""
+    from recordhound.config import ReviewConfig
+    from recordhound.review.bulk import Selection, plan, record
+
+    queue = _queue()
+    decisions, left = plan(queue, _engine(), Selection(ids=ids, **filters), action, into)
+    batch = ReviewConfig.from_settings(current_settings()).batch_size
+    jobs, _ = record(queue, decisions, batch,
+                     progress=(lambda d, t, s: _progress("decided", d, t, s)) if len(decisions) > batch else None)
+    if as_json:
+        _echo_json(jobs)
+    else:
+        span = f" (jobs {jobs[0]['id']}–{jobs[-1]['id']})" if jobs else ""
+        click.echo(f"{action}: {len(jobs)} decided{span}"
+                   + (f"; {len(left)} left: no suggestion scored above {filters['suggested_above']:g}" if left else "")
+                   + ("" if apply else "; queued: `recordhound apply` (or the admin, or --apply) carries them out"))
+    if apply and jobs:
+        counts = _apply()
+        click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed",
+                   err=as_json)  # stdout stays JSON
+
+
+APPLY = click.option("--apply", "apply", is_flag=True, help="carry the decisions out now (runs the apply worker)")
+
+
+def selecting(command: Any) -> Any:
+    """The options that pick entries for a bulk decision (instead of ids)."""
+    for option in reversed((
+            click.argument("entry_ids", nargs=-1, type=int),
+            click.option("--all", "every", is_flag=True, help="every pending entry the other filters keep"),
+            click.option("--type", "kind", default=None, help="only entries of this type (artist, label, style, price)"),
+            click.option("--source", default=None, help="only entries seen in this source"),
+            click.option("--no-suggestion", is_flag=True, help="only entries with no suggested merge"),
+            click.option("--json", "as_json", is_flag=True, help="print the recorded jobs as JSON"),
+            APPLY)):
+        command = option(command)
+    return command
 
 
 def decision(name: str, help_text: str) -> Any:
-    def run(entry_id: int, apply: bool) -> None:
-        _decide(entry_id, name, apply)
+    def run(entry_ids: tuple[int, ...], apply: bool, as_json: bool, **filters: Any) -> None:
+        _decide_many(name, entry_ids, apply, as_json, **filters)
     run.__doc__ = help_text
-    return review.command(name)(click.argument("entry_id", type=int)(APPLY(run)))
+    return review.command(name)(selecting(run))
 
 
-
-decision("approve", "Create the entity (or approve the price change).")
-decision("skip", "Drop the name from its items (reject a price change).")
+decision("approve", "Create the entities (or approve the price changes): ID... or --all/--type/--source filters.")
+decision("skip", "Drop the names from their items (reject price changes): ID... or --all/--type/--source filters.")
 
 @review.command("merge")
-@click.argument("entry_id", type=int)
-@click.option("--into", type=int, required=True, help="the id of the existing entity")
-@APPLY
-def review_merge(entry_id: int, into: int, apply: bool) -> None:
-    """The name becomes a synonym of an existing entity."""
-    _decide(entry_id, "merge", apply, into=into)
+@selecting
+@click.option("--into", type=int, default=None, help="the id of the existing entity (all selected merge into it)")
+@click.option("--suggested-above", type=float, default=None, metavar="SCORE",
+              help="merge each into its top suggestion when that scores above SCORE (0-100)")
+def review_merge(entry_ids: tuple[int, ...], into: int | None, apply: bool, as_json: bool, **filters: Any) -> None:
+    """The names become synonyms of existing entities: ID... or filters; --into ID or --suggested-above SCORE."""
+    _decide_many("merge", entry_ids, apply, as_json, into=into, **filters)
 
 @review.command("edit")
 @click.argument("entry_id", type=int)
 @click.option("--set", "values", multiple=True, required=True, metavar="FIELD=VALUE")
-@APPLY
+@click.option("--apply", "apply", is_flag=True, help="carry the decision out now (runs the apply worker)")
 def review_edit(entry_id: int, values: tuple[str, ...], apply: bool) -> None:
     """Change fields (name=...), then approve."""
     fields = {}

@@ -24,7 +24,7 @@ from recordhound.review.records import (  # noqa: F401 - the queue's vocabulary,
     PENDING, PRICES, PROCESSING, REJECTED, SOURCES_KEPT, Origin, Parked, PriceHold, ReviewError, Unknown,
     index_key, waiting,
 )
-from recordhound.review.reviewer_side import ReviewerSide
+from recordhound.review.reviewer_side import Decision, ReviewerSide  # noqa: F401 - Decision: part of the API
 from recordhound.review.worker_side import WorkerSide
 
 

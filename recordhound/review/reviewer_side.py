@@ -3,11 +3,23 @@ expire. Called by `recordhound review` and the web admin."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
     ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, PARKED, PENDING, PRICES, PROCESSING, REJECTED,
     ReviewError, Side, _entry, _now, _with_count, waiting,
 )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One reviewer's decision on one entry, as the queue records it."""
+
+    entry_id: int
+    action: str
+    into: int | None = None
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 class ReviewerSide(Side):
@@ -34,29 +46,41 @@ class ReviewerSide(Side):
         return self.store.run(work)
 
     def parked_items(self, entry_id: int) -> list[Doc]:
+        return self.parked_items_many([entry_id])
+
+    def parked_items_many(self, entry_ids: list[int]) -> list[Doc]:
+        """The items these entries hold back, each once (an item may wait on several)."""
         def work(txn: Txn) -> list[Doc]:
-            return list(txn.get_many(PARKED, list(txn.all(waiting(entry_id)))).values())
+            keys = list(dict.fromkeys(k for entry_id in entry_ids for k in txn.all(waiting(entry_id))))
+            return list(txn.get_many(PARKED, keys).values())
+        return self.store.run(work)
+
+    def entries_by_id(self, entry_ids: list[int]) -> dict[int, Doc]:
+        """Entries by id (one read); a missing id is absent from the result."""
+        def work(txn: Txn) -> dict[int, Doc]:
+            return {int(k): v for k, v in txn.get_many(ENTRIES, [str(i) for i in entry_ids]).items()}
         return self.store.run(work)
 
     def decide(self, entry_id: int, action: str, into: int | None = None,
                fields: dict[str, str] | None = None) -> Doc:
         """Record a decision as a job in the approved queue; the apply worker carries it out."""
-        def work(txn: Txn) -> Doc:
-            entry = _entry(txn, entry_id)
-            if entry["status"] not in ("pending", "failed"):
-                raise ReviewError(f"entry {entry_id} is {entry['status']}, not pending"
-                                  + (f" (job {entry['decision']})" if entry.get("decision") else ""))
-            _check_decision(entry, action, into, fields)
-            job = {"id": txn.next_id(), "entry_id": int(entry_id), "kind": entry["kind"],
-                   "name": entry.get("name"), "action": action, "into": into, "fields": fields or {},
-                   "created_at": _now(), "attempts": 0, "last_error": None}
-            failed = txn.get(FAILED, str(entry.get("decision")))
-            if entry["status"] == "failed" and failed is not None:  # a new decision replaces the failed one
-                txn.move(FAILED, COMPLETED, str(failed["id"]), {
-                    **failed, "result": {"status": "superseded", "by_job": job["id"]}, "finished_at": _now()})
-            txn.put(APPROVED, str(job["id"]), job)
-            txn.put(ENTRIES, str(entry_id), {**entry, "status": "queued", "decision": job["id"]})
-            return job
+        return self.store.run(lambda txn: _decide(txn, _entry(txn, entry_id), action, into, fields))
+
+    def decide_many(self, decisions: list[Decision], skip_decided: bool = False) -> tuple[list[Doc], list[int]]:
+        """Many decisions in one transaction: all are recorded, or (an error) none.
+
+        With ``skip_decided`` an entry decided meanwhile (another reviewer) is passed over and
+        returned in the second list instead of failing the lot."""
+        def work(txn: Txn) -> tuple[list[Doc], list[int]]:
+            found = txn.get_many(ENTRIES, [str(d.entry_id) for d in decisions])
+            jobs, passed = [], []
+            for d in decisions:
+                entry = found.get(str(d.entry_id)) or _entry(txn, d.entry_id)  # raises: no such entry
+                if skip_decided and entry["status"] not in ("pending", "failed"):
+                    passed.append(d.entry_id)
+                    continue
+                jobs.append(_decide(txn, entry, d.action, d.into, d.fields))
+            return jobs, passed
         return self.store.run(work)
 
     def jobs(self, state: str) -> list[Doc]:
@@ -115,6 +139,24 @@ class ReviewerSide(Side):
 
     def rejected(self) -> list[Doc]:
         return self.store.run(lambda txn: [{"key": k, **v} for k, v in sorted(txn.all(REJECTED).items())])
+
+
+def _decide(txn: Txn, entry: Doc, action: str, into: int | None, fields: dict[str, str] | None) -> Doc:
+    entry_id = int(entry["id"])
+    if entry["status"] not in ("pending", "failed"):
+        raise ReviewError(f"entry {entry_id} is {entry['status']}, not pending"
+                          + (f" (job {entry['decision']})" if entry.get("decision") else ""))
+    _check_decision(entry, action, into, fields)
+    job = {"id": txn.next_id(), "entry_id": entry_id, "kind": entry["kind"],
+           "name": entry.get("name"), "action": action, "into": into, "fields": fields or {},
+           "created_at": _now(), "attempts": 0, "last_error": None}
+    failed = txn.get(FAILED, str(entry.get("decision")))
+    if entry["status"] == "failed" and failed is not None:  # a new decision replaces the failed one
+        txn.move(FAILED, COMPLETED, str(failed["id"]), {
+            **failed, "result": {"status": "superseded", "by_job": job["id"]}, "finished_at": _now()})
+    txn.put(APPROVED, str(job["id"]), job)
+    txn.put(ENTRIES, str(entry_id), {**entry, "status": "queued", "decision": job["id"]})
+    return job
 
 
 def _check_decision(entry: Doc, action: str, into: int | None, fields: dict[str, str] | None) -> None:

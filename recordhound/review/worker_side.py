@@ -11,38 +11,56 @@ from recordhound.review.records import (
 class WorkerSide(Side):
     def lease(self, worker: str, lease_seconds: float) -> Doc | None:
         """The oldest approved job, leased to ``worker``; expired leases come back first."""
-        def work(txn: Txn) -> Doc | None:
+        found = self.lease_many(worker, lease_seconds, 1)
+        return found[0] if found else None
+
+    def lease_many(self, worker: str, lease_seconds: float, limit: int) -> list[Doc]:
+        """Up to ``limit`` of the oldest approved jobs (oldest first), leased in one transaction."""
+        def work(txn: Txn) -> list[Doc]:
             now = _now()
             for key, job in txn.all(PROCESSING).items():
                 if job["deadline"] < now:
                     txn.move(PROCESSING, APPROVED, key, {**job, "worker": None})
             approved = txn.all(APPROVED)
-            if not approved:
-                return None
-            key = min(approved, key=int)
-            job = {**approved[key], "worker": worker, "deadline": now + lease_seconds,
-                   "attempts": approved[key]["attempts"] + 1}
-            txn.move(APPROVED, PROCESSING, key, job)
-            return job
+            leased = []
+            for key in sorted(approved, key=int)[:limit]:
+                job = {**approved[key], "worker": worker, "deadline": now + lease_seconds,
+                       "attempts": approved[key]["attempts"] + 1}
+                txn.move(APPROVED, PROCESSING, key, job)
+                leased.append(job)
+            return leased
         return self.store.run(work)
 
     def settle(self, job: Doc, outcome: Doc) -> None:
         """The decision's product-DB writes are committed: the entry is decided from now on."""
+        self.settle_many([(job, outcome)])
+
+    def settle_many(self, settled: list[tuple[Doc, Doc]]) -> None:
         def work(txn: Txn) -> None:
-            entry = _entry(txn, job["entry_id"])
-            txn.delete(PRICES if entry["kind"] == "price" else PENDING, str(entry["id"]))
-            txn.put(ENTRIES, str(entry["id"]), {**entry, **outcome, "decided_at": _now()})
-        self.store.run(work)
+            entries = txn.get_many(ENTRIES, [str(job["entry_id"]) for job, _ in settled])
+            for job, outcome in settled:
+                entry = entries.get(str(job["entry_id"])) or _entry(txn, job["entry_id"])
+                txn.delete(PRICES if entry["kind"] == "price" else PENDING, str(entry["id"]))
+                txn.put(ENTRIES, str(entry["id"]), {**entry, **outcome, "decided_at": _now()})
+        if settled:
+            self.store.run(work)
 
     def complete(self, job: Doc, result: Doc) -> bool:
         """Ack: the job is done. False if the lease was lost (another worker has it now)."""
-        def work(txn: Txn) -> bool:
-            if txn.get(PROCESSING, str(job["id"])) is None:
-                return False
-            txn.move(PROCESSING, COMPLETED, str(job["id"]),
-                     {**job, "result": result, "finished_at": _now(), "last_error": None})
-            return True
-        return self.store.run(work)
+        return bool(self.complete_many([(job, result)]))
+
+    def complete_many(self, done: list[tuple[Doc, Doc]]) -> list[int]:
+        """Ack many jobs in one transaction; returns the ids acked (a lost lease is not)."""
+        def work(txn: Txn) -> list[int]:
+            held = txn.get_many(PROCESSING, [str(job["id"]) for job, _ in done])
+            acked = []
+            for job, result in done:
+                if str(job["id"]) in held:
+                    txn.move(PROCESSING, COMPLETED, str(job["id"]),
+                             {**job, "result": result, "finished_at": _now(), "last_error": None})
+                    acked.append(int(job["id"]))
+            return acked
+        return self.store.run(work) if done else []
 
     def fail(self, job: Doc, error: str) -> None:
         def work(txn: Txn) -> None:

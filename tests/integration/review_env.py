@@ -37,7 +37,7 @@ class ReviewEnv:
         values: dict[str, Any] = dict(
             redis_url=self.redis_url, redis_prefix=self.prefix, path=self.queue_path,
             trust_new_entities=False, price_threshold_pct=5.0, ttl_seconds=0, lease_seconds=30,
-            poll_seconds=0.1, ack_delay_seconds=0)
+            poll_seconds=0.1, ack_delay_seconds=0, batch_size=500)
         values.update(changes)
         return ReviewConfig(**values)
 
@@ -84,6 +84,22 @@ def review_env(backend: str, tmp_path: Path) -> Iterator[ReviewEnv]:
             env.queue.store.drop()
             env.queue.close()
             env.engine.dispose()
+
+
+@contextmanager
+def open_env(database_url: str, tmp_path: Path) -> Iterator[ReviewEnv]:
+    """Over a given product DB (the ``database_url`` fixture): SQLite with the embedded queue,
+    PostgreSQL with the Redis queue (under a key prefix of its own, dropped afterwards)."""
+    redis = "" if database_url.startswith("sqlite") else redis_url()
+    env = _open("redis" if redis else "embedded", database_url, redis, unique_prefix(),
+                str(tmp_path / "review.sqlite3"))
+    try:
+        yield env
+    finally:
+        if redis:
+            env.queue.store.drop()
+        env.queue.close()
+        env.engine.dispose()
 
 
 def _open(backend: str, url: str, redis: str, prefix: str, queue_path: str) -> ReviewEnv:

@@ -38,16 +38,19 @@ def _run(env: ReviewEnv, tmp_path: Path, *args: str, failpoints: str = "") -> su
     return subprocess.run(command, cwd=tmp_path, env=process_env, capture_output=True, text=True, timeout=300)
 
 
-def test_apply_worker_killed_after_its_write_redoes_the_job_once(env: ReviewEnv, tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch, completed", [(1, 2), (3, 3)])  # one job per write; three per write (the bulk path)
+def test_apply_worker_killed_after_its_write_redoes_the_job_once(env: ReviewEnv, tmp_path: Path, batch: int,
+                                                                 completed: int) -> None:
     source = env.source()
     names = [f"Crash Artist {n}" for n in range(8)]
     env.writer().write(source, [release(f"c{n}", [names[n], names[(n + 1) % 8]]) for n in range(8)])
     for entry in env.queue.entries():
         env.queue.decide(entry["id"], "approve")
     killed = _run(env, tmp_path, "apply", "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=1",
-                  failpoints="apply.after_write=kill@3")
+                  "-s", f"RECORDHOUND_REVIEW_BATCH_SIZE={batch}",
+                  failpoints=f"apply.after_write=kill@{3 if batch == 1 else 2}")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    assert len(env.queue.jobs("completed")) == 2  # the third was written, not acked
+    assert len(env.queue.jobs("completed")) == completed  # the next write was committed, not acked
     time.sleep(1.2)  # the dead worker's lease runs out
     again = _run(env, tmp_path, "apply", "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=1")
     assert again.returncode == 0, again.stderr[-3000:]

@@ -1,0 +1,78 @@
+"""Many decisions on names in one product-DB transaction, written as one by one would write them.
+
+The apply worker leases a batch of jobs (``RECORDHOUND_REVIEW_BATCH_SIZE``) and hands the
+artist/label/style ones here: one query per type finds the entities merges name and the
+names approvals need, new entities are inserted in one statement per type in job order, and
+the spellings become synonyms in job order, so ids are the ones the jobs would get one at a
+time (consecutive, nothing burned). A job that cannot be written (a merge into an entity
+deleted since the decision) raises: the worker rolls the batch back and applies its jobs one
+by one, so that job alone fails, with its reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection
+
+from recordhound.db import entities
+from recordhound.review.queue import ReviewError
+from recordhound.text import name_key
+
+Doc = dict[str, Any]
+STATUS = {"approve": "approved", "edit": "edited", "merge": "merged", "skip": "skipped"}
+
+
+def write_batch(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> list[Doc]:
+    """Outcomes ({status, entity_id}) in job order; needs the write lock (``lock_for_writing``)."""
+    targets: list[tuple[str, str | int | None]] = []  # per job: (kind, name key to find or create | into | None)
+    wanted: dict[str, dict[str, str]] = {}  # kind → name key → name, in job order
+    merges: dict[str, set[int]] = {}
+    for job in jobs:
+        entry = entries[int(job["entry_id"])]
+        kind, action = entry["kind"], job["action"]
+        if action == "merge":
+            merges.setdefault(kind, set()).add(int(job["into"]))
+            targets.append((kind, int(job["into"])))
+        elif action in ("approve", "edit"):
+            name = job["fields"].get("name", entry["name"]).strip() if action == "edit" else entry["name"]
+            wanted.setdefault(kind, {}).setdefault(name_key(name), name)
+            targets.append((kind, name_key(name)))
+        else:
+            targets.append((kind, None))
+    ids = {kind: _find_or_create(conn, kind, names) for kind, names in wanted.items()}
+    for kind, into in merges.items():
+        missing = sorted(into - entities.existing(conn, kind, into))
+        if missing:
+            raise ReviewError(f"cannot merge into {kind} {missing[0]}: no such {kind}")
+    outcomes = []
+    for job, (kind, target) in zip(jobs, targets):
+        entity_id = target if isinstance(target, int) else ids[kind][target] if target else None
+        outcomes.append({"status": STATUS[job["action"]], "entity_id": entity_id})
+    _attach(conn, jobs, entries, outcomes)
+    return outcomes
+
+
+def _find_or_create(conn: Connection, kind: str, names: dict[str, str]) -> dict[str, int]:
+    found = entities.by_keys(conn, kind, names)
+    new = [(key, name) for key, name in names.items() if key not in found]
+    return {**found, **entities.create_in_order(conn, kind, new)}
+
+
+def _attach(conn: Connection, jobs: list[Doc], entries: dict[int, Doc], outcomes: list[Doc]) -> None:
+    """Every job's spellings (a new entity's own name first) become synonyms, once, in job order."""
+    per_kind: dict[str, list[tuple[str, int]]] = {}
+    for job, outcome in zip(jobs, outcomes):
+        if outcome["entity_id"] is None:
+            continue
+        entry = entries[int(job["entry_id"])]
+        own = [job["fields"]["name"].strip()] if job["action"] == "edit" else [entry["name"]]
+        spellings = own + sorted(entry["spellings"]) if job["action"] != "merge" else sorted(entry["spellings"])
+        per_kind.setdefault(entry["kind"], []).extend((s, int(outcome["entity_id"])) for s in spellings)
+    for kind, pairs in per_kind.items():
+        known = entities.known_spellings(conn, kind, sorted({s for s, _ in pairs}))
+        fresh: dict[str, int] = {}
+        for spelling, entity_id in pairs:
+            if spelling not in known and spelling not in fresh:
+                fresh[spelling] = entity_id
+        entities.attach_in_order(conn, kind, list(fresh.items()))
