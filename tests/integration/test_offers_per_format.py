@@ -169,3 +169,19 @@ def test_reordering_a_pages_offers_or_adding_one_on_top_keeps_every_offer_and_it
     history = _rows(writer, "SELECT offer_id, old_price, new_price FROM offer_history")
     assert [(i, Decimal(str(o)), Decimal(str(n))) for i, o, n in history] == [
         (before[("LP", "new", None, None, 0)][0], Decimal("12.00"), Decimal("12.30"))]
+
+
+def test_a_batch_with_one_offer_id_on_two_pages_counts_and_records_the_duplicate(writer: CatalogWriter) -> None:
+    source = ensure_source(writer.engine, "a", "html", "http://a/")
+    first, second = _album("12.00", "8.00"), _album("14.00", "9.00", title="Another EP", catno="FLD002",
+                                                       barcodes=(None, None))
+    second.url, second.external_id = "http://a/another", "a-another"
+    for offer in second.offers:
+        offer.url = second.url
+    second.offers[1].external_id = "a-cd-2"  # the LP's id ("a-lp") is the first page's LP's too
+    result = writer.write(source, [first, second])
+    assert result.counts["offers_duplicate"] == 1
+    assert [(kind, where) for kind, where, _ in result.problems] == [("duplicate_offer", "http://a/another")]
+    assert "a-lp" in result.problems[0][2] and "http://a/album" in result.problems[0][2]
+    assert _rows(writer, "SELECT external_id, url FROM offers ORDER BY id") == [
+        ("a-lp", "http://a/album"), ("a-cd", "http://a/album"), ("a-cd-2", "http://a/another")]
