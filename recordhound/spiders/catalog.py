@@ -18,7 +18,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 
 from recordhound.errors import record_error
-from recordhound.exceptions import ConfigError, FieldError, ProfileError
+from recordhound.exceptions import ConfigError, CutOffError, FieldError, ProfileError
 from recordhound.extensions.health import PRODUCT_PAGES_STAT, SpidermonToDebug
 from recordhound.frontier.registry import KIND_META, report_failure
 from recordhound.frontier.retry import Problem, RetryPolicy
@@ -133,8 +133,8 @@ class CatalogSpider(scrapy.Spider):
             return
         try:
             found = read_sitemap(response)
-        except FieldError as exc:
-            record_error(self.crawler, "sitemap", response.url, str(exc))
+        except FieldError as exc:  # cut off: tried again (a download cut short); not a sitemap: failed
+            self._failed(response.request, Problem("sitemap", str(exc), isinstance(exc, CutOffError)))
             return
         product = self.profile.links.get("product")
         for entry in found.entries:
@@ -244,6 +244,12 @@ class CatalogSpider(scrapy.Spider):
             report_failure(self.crawler, request, problem)
             self.crawler.stats.inc_value("recordhound/robots/forbidden")
             return
+        self._failed(request, problem)
+
+    def _failed(self, request: scrapy.Request | None, problem: Problem) -> None:
+        """The request failed: tried again later while the problem is transient and attempts are
+        left, else recorded as the crawl's problem (and a dead letter in the frontier)."""
+        assert self.crawler is not None and self.crawler.stats is not None and request is not None
         retry_in = report_failure(self.crawler, request, problem)
         if retry_in is None:
             record_error(self.crawler, problem.kind, request.url, problem.message)

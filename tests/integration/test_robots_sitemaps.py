@@ -6,6 +6,8 @@ re-reads the sitemap fetches again only the pages whose lastmod moved. The shop'
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import signal
 import subprocess
@@ -20,8 +22,10 @@ from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.shops import sections_truth
 from tests.integration.crawlers import CrawlSetup
+from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_product_db_matches
 from tests.services import redis_url, run_crawl
+from tests.staticserver import StaticServer
 
 SITEMAP_PROFILE = {"structured": "schema.org", "title_rules": ["artist_title_catno"],
                    "sitemap": {"follow": ["/products/"], "only": True},
@@ -146,3 +150,55 @@ def test_a_shopify_sitemap_crawl_reads_and_rechecks_each_product_from_its_json(t
         hits = shop.hits()
         assert not [p for p in hits if p in paths or "products.json" in p or "/collections/" in p], hits
         assert_product_db_matches(database, after)
+
+
+def _urlset(urls: list[str]) -> bytes:
+    entries = "".join(f"<url><loc>{url}</loc></url>" for url in urls)
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            f"{entries}</urlset>\n").encode()
+
+
+def _sub_truth(truth: dict[str, Any], paths: set[str]) -> dict[str, Any]:
+    """The section's truth for the releases at ``paths`` only (their offers, their counts)."""
+    offers = [o for o in truth["offers"] if o["path"] in paths]
+    counts = {"releases": len(paths), "offers": len(offers), "artists": len({a for o in offers for a in o["artists"]}),
+              "labels": len({o["label"] for o in offers}), "styles": len({s for o in offers for s in o["styles"]})}
+    return {**truth, "offers": offers, "counts": counts}
+
+
+def test_a_cut_sitemap_and_a_truncated_gz_are_errors_naming_them_and_the_other_sitemaps_are_read(
+        tmp_path: Path) -> None:
+    with ShopProcess(120, seed=5) as shop:
+        truth = shop.truth()["sections"]["shopify"]
+        paths = sorted({o["path"] for o in truth["offers"]})
+        good, cut, zipped = paths[:15], paths[15:30], paths[30:]
+        product = shop.url.rstrip("/")
+        cut_xml = _urlset([product + p for p in cut])
+        pages = {"/good.xml": ("application/xml", _urlset([product + p for p in good])),
+                 "/cut.xml": ("application/xml", cut_xml[:len(cut_xml) * 2 // 3]),
+                 "/cut.xml.gz": ("application/x-gzip", gzip.compress(_urlset([product + p for p in zipped]))[:-40])}
+        with StaticServer(pages) as sitemaps:
+            index = "".join(f"<sitemap><loc>{sitemaps.url.rstrip('/')}{path}</loc></sitemap>" for path in pages)
+            sitemaps.pages["/sitemap.xml"] = ("application/xml", (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/'
+                f'sitemap/0.9">{index}</sitemapindex>\n').encode())
+            profile = _profile(tmp_path, shop, base_url=sitemaps.url,
+                               sitemap={"urls": ["/sitemap.xml"], "follow": ["/products/"], "only": True})
+            database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+            result = run_crawl(tmp_path, database, "-a", f"source={profile}",
+                               "-s", "RECORDHOUND_RETRY_MAX_ATTEMPTS=2", "-s", "RECORDHOUND_RETRY_BASE_SECONDS=0.1")
+            assert sitemaps.hits["/cut.xml"] == sitemaps.hits["/cut.xml.gz"] == 2, (sitemaps.hits, result.stderr[-3000:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stats.get("recordhound/errors/sitemap") == 2, result.stats
+    assert_product_db_matches(database, _sub_truth(truth, set(good)))  # the good sitemap's products, all
+    db = ProductDb(database)
+    try:
+        meta = db.rows("SELECT metadata FROM sources")[0][0]
+    finally:
+        db.close()
+    meta = json.loads(meta) if isinstance(meta, str) else meta
+    assert meta["errors"] == {"sitemap": 2}, meta
+    recorded = {e["url"]: e["message"] for e in meta["recent_errors"]}
+    assert sorted(recorded) == [sitemaps.url + "cut.xml", sitemaps.url + "cut.xml.gz"], recorded
+    assert "cut.xml" in recorded[sitemaps.url + "cut.xml"] and "XML" in recorded[sitemaps.url + "cut.xml"]
+    assert "truncated" in recorded[sitemaps.url + "cut.xml.gz"], recorded
