@@ -38,6 +38,9 @@ SPIDER_MIDDLEWARES = {
     "recordhound.frontier.middleware.FrontierMiddleware": 10,
 }
 DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's robots.txt middleware, taking the copy the frontier read for its Crawl-delay (one fetch a host)
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "recordhound.middlewares.robots.ReadOnceRobotsTxtMiddleware": 100,
     # next to the downloader: retries and redirects work on replayed responses as on live ones
     "recordhound.middlewares.cassette.CassetteMiddleware": 950,
     # profiles' `render:` specs → scrapy-playwright meta (before the cassette: replays stay offline)

@@ -120,7 +120,7 @@ class FrontierScheduler:
 
     def _obey_crawl_delay(self, gate: HostGate) -> None:
         """robots.txt's Crawl-delay caps the rate every node shares (read here, off the reactor)."""
-        limits = robots_limits(self.policy.limits, self.spider, self.crawler.settings)
+        limits = robots_limits(self.policy.limits, self.spider, self.crawler)
         if limits == self.policy.limits:
             return
         self.policy = replace(self.policy, limits=limits)

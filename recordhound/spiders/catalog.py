@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urljoin, urlparse
 
 import scrapy
-from protego import Protego
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 
@@ -24,7 +23,7 @@ from recordhound.frontier.registry import KIND_META, report_failure
 from recordhound.frontier.retry import Problem, RetryPolicy
 from recordhound.items import Unchanged
 from recordhound.middlewares.render import RENDER_META, enable_rendering
-from recordhound.robots import install_log_filter
+from recordhound.robots import install_log_filter, known, sitemap_lines
 from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release, structured_data
 from recordhound.sources.profile import SitemapSpec
@@ -111,19 +110,24 @@ class CatalogSpider(scrapy.Spider):
                                      priority=link.priority, meta=self._meta(kind))
 
     def _sitemap_starts(self, spec: SitemapSpec) -> Iterator[scrapy.Request]:
-        """The profile's sitemaps, or robots.txt (whose ``Sitemap:`` lines name them)."""
-        if not spec.urls:
-            yield scrapy.Request(urljoin(self.profile.base_url, "/robots.txt"), callback=self.parse_robots,
-                                 errback=self.on_error, meta=self._meta("listing"))
-        for url in spec.urls:
-            yield scrapy.Request(urljoin(self.profile.base_url, url), callback=self.parse_sitemap,
-                                 errback=self.on_error, meta=self._meta("listing"))
+        """The profile's sitemaps, or robots.txt's ``Sitemap:`` lines (the copy the frontier read
+        for its Crawl-delay: robots.txt is downloaded once a process; else a request for it)."""
+        assert self.crawler is not None
+        robots = None if spec.urls else known(self.crawler, urlparse(self.profile.base_url).netloc)
+        if spec.urls or robots is not None:
+            yield from self._sitemaps(self.profile.base_url, spec.urls or sitemap_lines(robots or b""))
+            return
+        yield scrapy.Request(urljoin(self.profile.base_url, "/robots.txt"), callback=self.parse_robots,
+                             errback=self.on_error, meta=self._meta("listing"))
 
     def parse_robots(self, response: Response) -> Iterator[scrapy.Request]:
         if response.status == 304 or not self._is_text(response):
             return
-        for url in Protego.parse(response.text).sitemaps:
-            yield scrapy.Request(response.urljoin(url), callback=self.parse_sitemap, errback=self.on_error,
+        yield from self._sitemaps(response.url, sitemap_lines(response.body))
+
+    def _sitemaps(self, base: str, urls: Iterable[str]) -> Iterator[scrapy.Request]:
+        for url in urls:
+            yield scrapy.Request(urljoin(base, url), callback=self.parse_sitemap, errback=self.on_error,
                                  meta=self._meta("listing"))
 
     def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:

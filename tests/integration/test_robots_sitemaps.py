@@ -78,7 +78,7 @@ def test_sitemap_crawl_finds_every_product_without_listing_pages(tmp_path: Path)
         assert_product_db_matches(database, shop.truth()["sections"]["shopify"])
         hits = shop.hits()
         assert not [p for p in hits if "/collections/" in p], hits  # no listing page fetched
-        assert hits["/robots.txt"] >= 1 and hits["/shopify/sitemap.xml"] == 1
+        assert hits["/robots.txt"] == 1 and hits["/shopify/sitemap.xml"] == 1  # its Sitemap: line, no refetch
         assert hits["/shopify/sitemap_collections_1.xml.gz"] == 1  # read (gzipped), its URLs filtered out
         assert result.stats.get("recordhound/errors", 0) == 0, result.stats
 
@@ -202,3 +202,22 @@ def test_a_cut_sitemap_and_a_truncated_gz_are_errors_naming_them_and_the_other_s
     assert sorted(recorded) == [sitemaps.url + "cut.xml", sitemaps.url + "cut.xml.gz"], recorded
     assert "cut.xml" in recorded[sitemaps.url + "cut.xml"] and "XML" in recorded[sitemaps.url + "cut.xml"]
     assert "truncated" in recorded[sitemaps.url + "cut.xml.gz"], recorded
+
+
+def test_robots_txt_is_fetched_once_per_crawl_process_and_still_obeyed(tmp_path: Path) -> None:
+    """The frontier reads robots.txt for its Crawl-delay before any page; Scrapy's robots.txt
+    middleware takes that copy instead of fetching it again."""
+    with ShopProcess(120, seed=5) as shop:
+        truth = shop.truth()["sections"]["market"]
+        profile = tmp_path / "market.yaml"
+        profile.write_text(yaml.safe_dump({
+            "name": "market", "base_url": shop.url, "start_urls": ["/market/browse/"], "structured": "schema.org",
+            "links": {"product": ".card a::attr(href)", "listing": "link[rel=next]::attr(href)"}}))
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        result = run_crawl(tmp_path, database, "-a", f"source={profile}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        hits = shop.hits()
+    assert hits["/robots.txt"] == 1, hits
+    assert hits.get("/market/release/reserved-copy", 0) == 0  # disallowed: never fetched
+    assert result.stats.get("recordhound/robots/forbidden") == 1, result.stats
+    assert_product_db_matches(database, truth)
