@@ -31,8 +31,6 @@ USER_AGENT = "recordhound/0.1 (+catalog crawler)"
 
 SCHEDULER = "recordhound.frontier.scheduler.FrontierScheduler"
 DUPEFILTER_CLASS = "recordhound.frontier.dupefilter.FrontierDupeFilter"
-# a sitemap's lastmod is part of a product request's fingerprint (recordhound/fingerprint.py)
-REQUEST_FINGERPRINTER_CLASS = "recordhound.fingerprint.LastmodFingerprinter"
 SPIDER_MIDDLEWARES = {
     # closest to the engine: sees every callback's final output, acks when it is all stored
     "recordhound.frontier.middleware.FrontierMiddleware": 10,

@@ -320,7 +320,7 @@ class FrontierScheduler:
         if (ended := self._end(frontier_id)) is None:
             return
         lease, held = ended
-        planned = recrawl.next_state(self.policy.recrawl, held.kind, held.state, held.seen) \
+        planned = recrawl.next_state(self.policy.recrawl, held.kind, held.state, held.seen, held.keep) \
             if self.policy.recrawl.active else None
         if planned is None:
             self.buffer.acks.append(lease)

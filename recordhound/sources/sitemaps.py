@@ -2,9 +2,10 @@
 ``scrapy.utils.sitemap.Sitemap`` reads the XML). A sitemap whose XML or gzip stream is cut off is
 an error naming it (``CutOffError``), never read as if it were whole.
 
-Each product URL carries its ``lastmod`` into the request (``LASTMOD_META``), and the request's
-fingerprint includes it (``recordhound.fingerprint``): when the sitemap is checked again, a page
-whose ``lastmod`` has not moved is already in the frontier and is not fetched again.
+A product request's fingerprint is its URL's (Scrapy's), so a product both linked from a listing
+and named in a sitemap is fetched once. The sitemap keeps each product's ``lastmod`` in its own
+recheck state (``recrawl.LASTMODS``): when it is read again, a product whose ``lastmod`` moved is
+requested again (``since`` says MOVED), one whose ``lastmod`` stands is not requested at all.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from scrapy.utils.sitemap import Sitemap
 from recordhound.exceptions import CutOffError, FieldError
 from recordhound.sources.profile import SitemapSpec
 
-LASTMOD_META = "recordhound_lastmod"
+NEW, MOVED, STANDS = "new", "moved", "stands"  # an entry against the sitemap's last read
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # the sitemaps.org limit for one file, uncompressed
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -75,6 +76,15 @@ def _gunzip(data: bytes, url: str) -> bytes:
             raise CutOffError(f"sitemap {url}: its gzip data is truncated: it ends after {size} bytes unzipped, before its end")
         data = stream.unused_data.lstrip(b"\0")  # another gzip member may follow (padding aside)
     return b"".join(out)
+
+
+def since(known: dict[str, str] | None, entry: Entry) -> str:
+    """``entry`` against the lastmods the sitemap's last read kept: NEW (not among them, or no lastmod
+    to compare: requested, and dropped by the frontier if seen), MOVED (fetch it again), STANDS (skip)."""
+    before = (known or {}).get(entry.url)
+    if before is None or entry.lastmod is None:
+        return NEW
+    return STANDS if before == entry.lastmod else MOVED
 
 
 def wanted(spec: SitemapSpec, url: str) -> bool:

@@ -19,7 +19,8 @@ from scrapy.http import Response, TextResponse
 from recordhound.errors import record_error
 from recordhound.exceptions import ConfigError, CutOffError, FieldError, ProfileError
 from recordhound.extensions.health import PRODUCT_PAGES_STAT, SpidermonToDebug
-from recordhound.frontier.registry import KIND_META, report_failure
+from recordhound.frontier.recrawl import LASTMODS
+from recordhound.frontier.registry import KIND_META, held_lease, report_failure
 from recordhound.frontier.retry import Problem, RetryPolicy
 from recordhound.items import Unchanged
 from recordhound.middlewares.render import RENDER_META, enable_rendering
@@ -31,7 +32,7 @@ from recordhound.sources.schema import with_base_url
 from recordhound.sources.shopify import (next_page, product_json_url, product_page_url, products_json_url,
                                          release_of)
 from recordhound.sources import woocommerce
-from recordhound.sources.sitemaps import LASTMOD_META, read_sitemap, wanted
+from recordhound.sources.sitemaps import MOVED, STANDS, read_sitemap, since, wanted
 
 from twisted.python.failure import Failure
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+MOVED_KIND = "sitemap_moved"  # a product fetched again because its sitemap lastmod moved (no schedule of its own)
 
 
 class CatalogSpider(scrapy.Spider):
@@ -131,7 +133,8 @@ class CatalogSpider(scrapy.Spider):
                                  meta=self._meta("listing"))
 
     def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
-        """A sitemap index leads to sitemaps; a urlset to product pages (with their ``lastmod``)."""
+        """A sitemap index leads to sitemaps; a urlset to product pages: those new to it, and again
+        those whose ``lastmod`` moved since its last read (kept in its recheck state)."""
         assert self.profile.sitemap is not None and self.crawler is not None
         if response.status == 304:
             return
@@ -140,17 +143,26 @@ class CatalogSpider(scrapy.Spider):
         except FieldError as exc:  # cut off: tried again (a download cut short); not a sitemap: failed
             self._failed(response.request, Problem("sitemap", str(exc), isinstance(exc, CutOffError)))
             return
-        product = self.profile.links.get("product")
-        for entry in found.entries:
-            if found.index:
-                yield scrapy.Request(entry.url, callback=self.parse_sitemap, errback=self.on_error,
-                                     meta=self._meta("listing"))
-            elif wanted(self.profile.sitemap, entry.url):
-                shopify = self.profile.platform == "shopify"
-                yield scrapy.Request(product_json_url(entry.url) if shopify else entry.url,
-                                     callback=self.parse_product_json if shopify else self.parse_product,
-                                     errback=self.on_error, priority=product.priority if product else 10,
-                                     meta={**self._meta("product"), LASTMOD_META: entry.lastmod})
+        if found.index:
+            yield from self._sitemaps(response.url, [entry.url for entry in found.entries])
+            return
+        held = held_lease(self.crawler, response.request)
+        known = held.state.get(LASTMODS) if held is not None else None
+        products = [entry for entry in found.entries if wanted(self.profile.sitemap, entry.url)]
+        if held is not None:
+            held.keep[LASTMODS] = {entry.url: entry.lastmod for entry in products if entry.lastmod}
+        for entry in products:
+            if (change := since(known, entry)) != STANDS:
+                yield self._sitemap_product(entry.url, again=change == MOVED)
+
+    def _sitemap_product(self, url: str, again: bool) -> scrapy.Request:
+        """``again``: its lastmod moved: fetched once more, past the seen-set, and never rechecked on
+        its own (the page's own request, if it has a schedule, keeps it)."""
+        shopify, product = self.profile.platform == "shopify", self.profile.links.get("product")
+        meta = self._meta(MOVED_KIND, render_kind="product") if again else self._meta("product")
+        return scrapy.Request(product_json_url(url) if shopify else url, dont_filter=again,
+                              callback=self.parse_product_json if shopify else self.parse_product,
+                              errback=self.on_error, priority=product.priority if product else 10, meta=meta)
 
     def parse_product_json(self, response: Response) -> Iterator[Any]:
         """``platform: shopify`` with a sitemap: one product from its ``/products/<handle>.json``."""

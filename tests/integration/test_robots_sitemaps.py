@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -27,6 +28,7 @@ from tests.integration.truthcheck import assert_product_db_matches
 from tests.services import redis_url, run_crawl
 from tests.staticserver import StaticServer
 
+PRODUCTS_SITEMAP = "/shopify/sitemap_products_1.xml"
 SITEMAP_PROFILE = {"structured": "schema.org", "title_rules": ["artist_title_catno"],
                    "sitemap": {"follow": ["/products/"], "only": True},
                    "links": {"product": 'a[href*="/products/"]::attr(href)'}}
@@ -93,8 +95,11 @@ def _moved_by_epoch_one(seed: int, releases: int) -> tuple[set[str], set[str], d
     return moved, paths, after
 
 
-def _follow_past_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, database: str) -> None:
-    """A following node crawls through the shop's epoch 1 (and 5 s more), then stops on SIGTERM."""
+def _follow_through_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, database: str,
+                              pages: set[str], moved: set[str]) -> None:
+    """A following node fetches every one of ``pages`` and reads the products sitemap again (its
+    lastmods are kept by then); the shop moves to epoch 1; the node runs until every page of ``moved``
+    was fetched again, and 3 s more (a page fetched too often would show), then stops on SIGTERM."""
     env = {**os.environ, "DATABASE_URL": database, "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
     log = open(tmp_path / "follow.log", "w")  # noqa: SIM115 - closed below
     node = subprocess.Popen(
@@ -102,12 +107,21 @@ def _follow_past_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, dat
          "-s", "RECORDHOUND_FOLLOW=true", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000",
          "-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true", "-s", "LOG_LEVEL=INFO"],
         cwd=tmp_path, env=env, stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 60
-        while shop.stats()["epoch"] < 1:
+
+    def until(done: Callable[[dict[str, Any]], bool]) -> None:
+        deadline = time.monotonic() + 120
+        while not done(shop.stats()):
             assert time.monotonic() < deadline and node.poll() is None, (tmp_path / "follow.log").read_text()[-3000:]
             time.sleep(0.2)
-        time.sleep(5)  # the sitemap is read again after the epoch (every second)
+
+    def fetched(stats: dict[str, Any], path: str) -> int:
+        return len(stats["fetched_at"].get(path, []))
+
+    try:
+        until(lambda stats: all(fetched(stats, p) for p in pages) and stats["requests"].get(PRODUCTS_SITEMAP, 0) >= 2)
+        assert shop.get_json("/_next_epoch")["epoch"] == 1
+        until(lambda stats: all(fetched(stats, p) >= 2 for p in moved))
+        time.sleep(3)
         node.send_signal(signal.SIGTERM)
         assert node.wait(60) == 0, (tmp_path / "follow.log").read_text()[-3000:]
     finally:
@@ -120,10 +134,10 @@ def _follow_past_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, dat
 def test_a_recheck_fetches_only_pages_whose_lastmod_moved(tmp_path: Path) -> None:
     seed, releases = 7, 120
     moved, paths, after = _moved_by_epoch_one(seed, releases)
-    with ShopProcess(releases, seed=seed, throttle=("--epoch-seconds", "6", "--last-epoch", "1")) as shop:
+    with ShopProcess(releases, seed=seed) as shop:
         profile = _profile(tmp_path, shop, recrawl={"listing": "1s"})
         database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
-        _follow_past_epoch_one(tmp_path, shop, profile, database)
+        _follow_through_epoch_one(tmp_path, shop, profile, database, paths, moved)
         fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
         assert fetched == {path: 2 if path in moved else 1 for path in paths}
         assert shop.hits()["/shopify/sitemap_products_1.xml"] >= 3  # re-read, every second
@@ -135,7 +149,7 @@ def test_a_shopify_sitemap_crawl_reads_and_rechecks_each_product_from_its_json(t
     that moved fetches that product's .json again, never a product page nor ``/products.json``."""
     seed, releases = 7, 120
     moved, paths, after = _moved_by_epoch_one(seed, releases)
-    with ShopProcess(releases, seed=seed, throttle=("--epoch-seconds", "6", "--last-epoch", "1")) as shop:
+    with ShopProcess(releases, seed=seed) as shop:
         document = {"name": "shopify_json", "base_url": shop.url.rstrip("/") + "/shopify/", "platform": "shopify",
                     "start_urls": ["/shopify/collections/all"],
                     "structured": "schema.org", "title_rules": ["artist_title_catno"],
@@ -144,7 +158,8 @@ def test_a_shopify_sitemap_crawl_reads_and_rechecks_each_product_from_its_json(t
         profile = tmp_path / "shopify_json.yaml"
         profile.write_text(yaml.safe_dump(document))
         database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
-        _follow_past_epoch_one(tmp_path, shop, profile, database)
+        _follow_through_epoch_one(tmp_path, shop, profile, database, {p + ".json" for p in paths},
+                                  {p + ".json" for p in moved})
         fetched = shop.stats()["fetched_at"]
         assert {p: len(fetched.get(p + ".json", [])) for p in paths} == {p: 2 if p in moved else 1 for p in paths}
         hits = shop.hits()
@@ -221,3 +236,21 @@ def test_robots_txt_is_fetched_once_per_crawl_process_and_still_obeyed(tmp_path:
     assert hits.get("/market/release/reserved-copy", 0) == 0  # disallowed: never fetched
     assert result.stats.get("recordhound/robots/forbidden") == 1, result.stats
     assert_product_db_matches(database, truth)
+
+
+def test_a_product_in_a_listing_and_the_sitemap_is_fetched_once_and_again_only_when_its_lastmod_moves(
+        tmp_path: Path) -> None:
+    """The fingerprint is the URL's (Scrapy's): a product linked from the listing and named in the
+    sitemap is one request; the sitemap's lastmod lives in its recheck state, so re-reading the
+    sitemap fetches again exactly the products whose lastmod moved."""
+    seed, releases = 7, 120
+    moved, paths, after = _moved_by_epoch_one(seed, releases)
+    with ShopProcess(releases, seed=seed) as shop:
+        profile = _profile(tmp_path, shop, sitemap={"follow": ["/products/"]}, recrawl={"listing": "1s"})
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        _follow_through_epoch_one(tmp_path, shop, profile, database, paths, moved)
+        fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
+        hits = shop.hits()
+    assert hits.get("/shopify/collections/all", 0) >= 1 and hits["/shopify/sitemap_products_1.xml"] >= 3, hits
+    assert fetched == {path: 2 if path in moved else 1 for path in paths}
+    assert_product_db_matches(database, after)
