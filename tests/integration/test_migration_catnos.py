@@ -48,7 +48,7 @@ def test_migration_0005_keeps_every_row_and_lists_each_releases_numbers(database
     with engine.connect() as conn:
         before = {table: _dump(conn, table, list(rows[0])) for table, rows in ROWS.items()}
     upgrade(engine)
-    assert current_revision(engine) == head_revision() == "0005"
+    assert current_revision(engine) == head_revision()
     with engine.connect() as conn:
         after = {table: _dump(conn, table, list(rows[0])) for table, rows in ROWS.items()}
         numbers = _dump(conn, "release_catnos", ["release_id", "position", "catalog_number", "catno_key"])

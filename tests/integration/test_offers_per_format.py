@@ -185,3 +185,36 @@ def test_a_batch_with_one_offer_id_on_two_pages_counts_and_records_the_duplicate
     assert "a-lp" in result.problems[0][2] and "http://a/album" in result.problems[0][2]
     assert _rows(writer, "SELECT external_id, url FROM offers ORDER BY id") == [
         ("a-lp", "http://a/album"), ("a-cd", "http://a/album"), ("a-cd-2", "http://a/another")]
+
+
+def test_migration_0007_renames_positional_offer_ids_so_the_next_crawl_finds_the_same_rows(
+        database_url: str, tmp_path: Path) -> None:
+    """A database made by the previous main (0006), whose offers without a shop id are named by
+    position: after the upgrade, a crawl of the page (reordered, one added on top) keeps every row."""
+    engine = make_engine(database_url)
+    upgrade(engine, "0006")
+    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
+    try:
+        writer = CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=5.0))
+        source = ensure_source(engine, "a", "html", "http://a/")
+        old = [(f"album-1#{f}/{c}/{n}", (f, c, m, s, p)) for n, (f, c, m, s, p) in  # how 0006's main named them
+               enumerate((LP_NEW, CD_NEW, USED_A, USED_NM, USED_B))]
+        url = "http://a/album"
+        writer.write(source, [Release("a", url, "album-1", "Common Assault EP", ["Gareth Wild"], "Fold Records",
+                                      "FLD001", offers=[Offer(i, url, f, c, m, s, Decimal(p), "EUR")
+                                                        for i, (f, c, m, s, p) in old])])
+        before = _offer_rows(writer)
+        upgrade(engine)
+        outcome = normalize_release(_page(("Cassette", "new", None, None, "7.00"), USED_NM, USED_A, CD_NEW,
+                                          ("LP", "new", None, None, "12.30"), USED_B), _page_profile(tmp_path))
+        assert outcome.release is not None
+        writer.write(source, [outcome.release])
+        after = _offer_rows(writer)
+        assert len(after) == 6
+        assert {key: row_id for key, (row_id, _) in after.items() if key in before} == {
+            key: row_id for key, (row_id, _) in before.items()}
+        assert [r[0] for r in _rows(writer, "SELECT offer_id FROM offer_history")] == [
+            before[("LP", "new", None, None, 0)][0]]
+    finally:
+        queue.close()
+        engine.dispose()
