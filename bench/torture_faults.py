@@ -35,6 +35,10 @@ KEYS = ("lost", "duplicated", "wrongly_failed", "stuck", "id_gaps", "verify_prob
 GRACE_SECONDS = 30.0
 
 
+class TrialBroke(Exception):
+    """A trial whose outcome cannot be checked; the message says what the nodes did."""
+
+
 class FaultTrial:
     """One crawl, one fault."""
 
@@ -87,6 +91,14 @@ class FaultTrial:
         self.database.let_in()
         return f"postgresql locked out {seconds:.1f} s"
 
+    def _log_tails(self, lines: int = 3) -> str:
+        """The last lines of each node's log: why a node left before the crawl had a schema."""
+        tails = []
+        for log in sorted(self.setup.workdir.glob("node*.log")):
+            text = log.read_text(errors="replace").strip().splitlines()[-lines:]
+            tails.append(f"{log.name}: " + " | ".join(text))
+        return "; ".join(tails)
+
     def run(self, fault: str) -> tuple[str, dict[str, int]]:
         self.start_nodes()
         try:
@@ -101,7 +113,11 @@ class FaultTrial:
                 what += f" -> STUCK ({problem}); finishing with one more node"
                 rescue = self.setup.start(*NODE, name="rescue")
                 rescue.wait_or_kill(300)
-            found = tally(self.direct, self.shop.truth())
+            try:
+                found = tally(self.direct, self.shop.truth())
+            except Exception as exc:  # noqa: BLE001 - said with what the nodes did, and counted
+                raise TrialBroke(f"{type(exc).__name__}: {exc}; node exit codes {codes}; "
+                                 f"{self._log_tails()}") from exc
             found["stuck"] = stuck
             return what, found
         finally:

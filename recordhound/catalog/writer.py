@@ -17,7 +17,7 @@ from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
 from recordhound.db.models import Source
 from recordhound.db.offers import HeldPrice, OfferRow, write_offers
-from recordhound.db.releases import ReleaseRow, by_barcode, by_catalog_numbers, by_names, write_releases
+from recordhound.db.releases import ReleaseRow, Wanted, by_barcode, by_catalog_numbers, by_names, stored_keys, write_releases
 from recordhound.items import Offer, Release
 from recordhound.review import gate
 from recordhound.review.items import release_doc
@@ -199,7 +199,7 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
         )
         for key, item in zip(keys, items)
     }
-    release_ids, new_releases, changed_releases = write_releases(conn, wanted)
+    release_ids, new_releases, changed_releases = write_releases(conn, source_id, wanted)
     kept = _unique_offers([(offer, item, release_ids[key]) for key, item in zip(keys, items)
                            for offer in item.all_offers()], problems)
     counts = write_offers(conn, source_id, [_offer_row(offer, release_id) for offer, _, release_id in kept],
@@ -231,28 +231,56 @@ def _unique_offers(placed: list[Placed], problems: list[tuple[str, str, str]]) -
 
 
 def _release_keys(conn: Connection, items: list[Release], artist_ids: list[tuple[int, ...]]) -> list[str]:
-    """Each item's release: the one stored with its barcode, else with its label and any of its
-    catalogue numbers, else artists + title + year (``release_key``, or a stored release with the
-    same names)."""
+    """Each item's release: the one stored (or earlier in the batch) with its barcode, else with
+    its label and any of its catalogue numbers and the same title or an artist in common, else
+    with its artists + title + year, else a new one (``release_key``). Every step is tried for
+    every item, so the order shops are crawled in does not change what matches."""
     barcodes = {item.release_barcode() for item in items} | {o.barcode for i in items for o in i.offers}
     known = by_barcode(conn, sorted(code for code in barcodes if code))
-    numbered = [i for i, item in enumerate(items) if item.label and item.numbers()]
-    by_index = {numbered[n]: key for n, key in by_catalog_numbers(
-        conn, [(items[i].label or "", items[i].numbers()) for i in numbered]).items()}
-    unnumbered = [i for i, item in enumerate(items) if release_key(item).startswith("rel:")]
-    named = by_names(conn, [(items[i].title, items[i].year, artist_ids[i]) for i in unnumbered])
-    by_index.update({unnumbered[n]: key for n, key in named.items()})
-    numbers: dict[str, str] = {}  # label|catno → natural key, for later items of the batch
+    wanted = [Wanted(item.label, tuple(item.numbers()), item.title, item.year, ids)
+              for item, ids in zip(items, artist_ids)]
+    numbered = by_catalog_numbers(conn, wanted)
+    named = by_names(conn, wanted)
+    taken = stored_keys(conn, [release_key(item) for item in items if item.label and item.numbers()])
+    batch = _BatchKeys()
     keys = []
-    for index, item in enumerate(items):
-        codes = [item.release_barcode(), *(o.barcode for o in item.offers)]
-        catnos = [f"{name_key(item.label)}|{catalog_number_key(n)}" for n in item.numbers()] if item.label else []
+    for index, (item, want) in enumerate(zip(items, wanted)):
+        codes = [code for code in (item.release_barcode(), *(o.barcode for o in item.offers)) if code]
         key = (next((known[code] for code in codes if code in known), None)
-               or next((numbers[c] for c in catnos if c in numbers), None) or by_index.get(index, release_key(item)))
-        known.update({code: key for code in codes if code and code not in known})  # later items of the batch
-        numbers.update({c: key for c in catnos if c not in numbers})
+               or numbered.get(index) or batch.numbered(want) or named.get(index) or batch.named(want)
+               or release_key(item, numbered=release_key(item) not in taken and not batch.taken(want)))
+        known.update({code: key for code in codes if code not in known})  # later items of the batch
+        batch.add(want, key)
         keys.append(key)
     return keys
+
+
+class _BatchKeys:
+    """Releases found earlier in the batch, by label + catalogue number and by names."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[tuple[str, str], list[tuple[str, str, tuple[int, ...]]]] = {}
+        self.names: dict[tuple[str, int | None, tuple[int, ...]], str] = {}
+
+    @staticmethod
+    def _catnos(want: Wanted) -> list[tuple[str, str]]:
+        return [(name_key(want.label), catalog_number_key(n)) for n in want.numbers] if want.label else []
+
+    def numbered(self, want: Wanted) -> str | None:
+        return next((key for c in self._catnos(want) for key, title_key, ids in self.numbers.get(c, [])
+                     if want.same_record(title_key, ids)), None)
+
+    def named(self, want: Wanted) -> str | None:
+        return self.names.get((name_key(want.title), want.year, want.artist_ids))
+
+    def taken(self, want: Wanted) -> bool:
+        """Its label and first number belong to another record already: it cannot be named by them."""
+        return bool(self._catnos(want)[:1] and self.numbers.get(self._catnos(want)[0]))
+
+    def add(self, want: Wanted, key: str) -> None:
+        for catno in self._catnos(want):
+            self.numbers.setdefault(catno, []).append((key, name_key(want.title), want.artist_ids))
+        self.names.setdefault((name_key(want.title), want.year, want.artist_ids), key)
 
 
 def _offer_row(offer: Offer, release_id: int) -> OfferRow:

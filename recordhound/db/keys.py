@@ -9,10 +9,11 @@ from recordhound.items import Release
 from recordhound.text import catalog_number_key, name_key
 
 
-def release_key(item: Release) -> str:
-    """Label + (first) catalogue number when the shop prints both, else artists + title + year."""
+def release_key(item: Release, numbered: bool = True) -> str:
+    """Label + (first) catalogue number when the shop prints both, else (or when not ``numbered``:
+    that key names another record already) artists + title + year."""
     numbers = item.numbers()
-    if item.label and numbers:
+    if numbered and item.label and numbers:
         key = f"cat:{name_key(item.label)}|{catalog_number_key(numbers[0])}"
     else:
         artists = "+".join(name_key(a) for a in item.artists)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Label, Offer, Release, ReleaseArtist, ReleaseCatno, ReleaseStyle
@@ -40,16 +40,20 @@ class ReleaseRow:
                 "catalog_number": self.catalog_number, "year": self.year, "barcode": self.barcode,
                 "country": self.country}
 
-    def keeping(self, stored: ReleaseRow) -> ReleaseRow:
-        """Identifiers another shop printed are kept when this one does not print them. Catalogue
-        numbers keep their stored order (the first stays first), in this shop's spelling, with the
-        ones this shop adds after them."""
+    def keeping(self, stored: ReleaseRow, owner: bool) -> ReleaseRow:
+        """What to write over ``stored``. The shop that first stored an offer of the release
+        (``owner``) owns its record: title, artists, styles and year follow that shop. Another shop
+        adds only identifiers the record lacks (barcode, label, country, year, catalogue numbers
+        after the known ones), so two shops that spell a release differently do not rewrite it on
+        every crawl. Known catalogue numbers keep their stored order, in the owner's spelling."""
         spelled = {catalog_number_key(n): n for n in self.catalog_numbers}
         known = _keys(stored.catalog_numbers)
-        numbers = tuple(spelled.get(k, n) for k, n in zip(known, stored.catalog_numbers)) + tuple(
+        numbers = tuple(spelled.get(k, n) if owner else n for k, n in zip(known, stored.catalog_numbers)) + tuple(
             n for k, n in spelled.items() if k not in known)
-        return replace(self, barcode=stored.barcode or self.barcode, country=self.country or stored.country,
-                       label_id=self.label_id or stored.label_id, year=self.year or stored.year,
+        base = self if owner else replace(stored, natural_key=self.natural_key)
+        other = stored if owner else self
+        return replace(base, barcode=stored.barcode or self.barcode, country=base.country or other.country,
+                       label_id=base.label_id or other.label_id, year=base.year or other.year,
                        catalog_number=numbers[0] if numbers else self.catalog_number or stored.catalog_number,
                        catalog_numbers=numbers)
 
@@ -58,10 +62,13 @@ def _keys(numbers: tuple[str, ...]) -> list[str]:
     return [catalog_number_key(n) for n in numbers]
 
 
-def write_releases(conn: Connection, wanted: dict[str, ReleaseRow]) -> tuple[dict[str, int], int, int]:
+def write_releases(conn: Connection, source_id: int,
+                   wanted: dict[str, ReleaseRow]) -> tuple[dict[str, int], int, int]:
     """Returns (natural key → release id, releases created, releases updated)."""
     stored = _load(conn, list(wanted))
-    wanted = {key: row.keeping(stored[key][1]) if key in stored else row for key, row in wanted.items()}
+    owners = _owners(conn, [release_id for release_id, _ in stored.values()])
+    wanted = {key: row.keeping(stored[key][1], owners.get(stored[key][0], source_id) == source_id)
+              if key in stored else row for key, row in wanted.items()}
     new = [row for key, row in wanted.items() if key not in stored]
     changed = [(stored[key][0], row) for key, row in wanted.items()
                if key in stored and not row.same_as(stored[key][1])]
@@ -87,42 +94,81 @@ def by_barcode(conn: Connection, barcodes: list[str]) -> dict[str, str]:
     return found
 
 
-def by_catalog_numbers(conn: Connection, wanted: list[tuple[str, list[str]]]) -> dict[int, str]:
-    """For each (label, catalogue numbers) at its index, the natural key of a stored release of that
-    label that carries any of the numbers ("CAT-2" finds the release stored as "FLD001 / CAT-2")."""
-    keys = {catalog_number_key(n) for _, numbers in wanted for n in numbers} - {""}
+@dataclass(frozen=True)
+class Wanted:
+    """What a new item says about its release, to find the stored one."""
+
+    label: str | None
+    numbers: tuple[str, ...]
+    title: str
+    year: int | None
+    artist_ids: tuple[int, ...]
+
+    def same_record(self, title_key: str, artist_ids: tuple[int, ...]) -> bool:
+        """A catalogue number names a record only together with its title or one of its artists:
+        a shop that prints the label's number on another record does not merge the two."""
+        return title_key == name_key(self.title) or bool(set(artist_ids) & set(self.artist_ids))
+
+
+def by_catalog_numbers(conn: Connection, wanted: list[Wanted]) -> dict[int, str]:
+    """For each item at its index, the natural key of the first stored release of its label that
+    carries any of its numbers ("CAT-2" finds the release stored as "FLD001 / CAT-2") and is the
+    same record (:meth:`Wanted.same_record`)."""
+    keys = {catalog_number_key(n) for item in wanted if item.label for n in item.numbers} - {""}
     if not keys:
         return {}
-    rows = conn.execute(select(ReleaseCatno.catno_key, Label.name_key, Release.natural_key)
+    rows = conn.execute(select(ReleaseCatno.catno_key, Label.name_key, Release.id, Release.natural_key, Release.title)
                         .join(Release, Release.id == ReleaseCatno.release_id).join(Label, Label.id == Release.label_id)
                         .where(ReleaseCatno.catno_key.in_(sorted(keys))).order_by(Release.id)).all()
-    stored: dict[tuple[str, str], str] = {}
-    for catno_key, label_key, natural_key in rows:
-        stored.setdefault((label_key, catno_key), natural_key)
+    artists = _artists(conn, [r.id for r in rows])
+    stored: dict[tuple[str, str], list[tuple[str, str, tuple[int, ...]]]] = {}
+    for row in rows:
+        stored.setdefault((row.name_key, row.catno_key), []).append(
+            (row.natural_key, name_key(row.title), artists.get(row.id, ())))
     found = {}
-    for index, (label, numbers) in enumerate(wanted):
-        key = next((stored[k] for n in numbers if (k := (name_key(label), catalog_number_key(n))) in stored), None)
+    for index, item in enumerate(wanted):
+        candidates = [c for n in item.numbers for c in stored.get((name_key(item.label or ""), catalog_number_key(n)), [])]
+        key = next((key for key, title_key, ids in candidates if item.same_record(title_key, ids)), None)
         if key is not None:
             found[index] = key
     return found
 
 
-def by_names(conn: Connection, wanted: list[tuple[str, int | None, tuple[int, ...]]]) -> dict[int, str]:
-    """For each (title, year, artist ids) at its index, the natural key of a stored release with
-    the same title (by its matching key), year and artists: the last step of matching."""
-    titles = {title for title, _, _ in wanted}
+def by_names(conn: Connection, wanted: list[Wanted]) -> dict[int, str]:
+    """For each item at its index, the natural key of a stored release with the same title (by
+    its matching key), year and artists: the last step of matching."""
     rows = conn.execute(select(Release.id, Release.natural_key, Release.title, Release.year)
-                        .where(Release.title.in_(titles)).order_by(Release.id)).all()
+                        .where(Release.title.in_({item.title for item in wanted})).order_by(Release.id)).all()
     if not rows:
         return {}
-    artists: dict[int, list[tuple[int, int]]] = {}
+    artists = _artists(conn, [r.id for r in rows])
+    stored = {(name_key(r.title), r.year, artists.get(r.id, ())): r.natural_key for r in reversed(rows)}
+    return {index: stored[names] for index, item in enumerate(wanted)
+            if (names := (name_key(item.title), item.year, item.artist_ids)) in stored}
+
+
+def stored_keys(conn: Connection, keys: list[str]) -> set[str]:
+    """Which of these natural keys a stored release has."""
+    if not keys:
+        return set()
+    return set(conn.execute(select(Release.natural_key).where(Release.natural_key.in_(set(keys)))).scalars())
+
+
+def _artists(conn: Connection, release_ids: list[int]) -> dict[int, tuple[int, ...]]:
+    """release id → its artist ids in order."""
+    found: dict[int, list[tuple[int, int]]] = {}
     for rid, aid, pos in conn.execute(select(ReleaseArtist.release_id, ReleaseArtist.artist_id, ReleaseArtist.position)
-                                      .where(ReleaseArtist.release_id.in_([r.id for r in rows]))):
-        artists.setdefault(rid, []).append((pos, aid))
-    stored = {(name_key(r.title), r.year, tuple(a for _, a in sorted(artists.get(r.id, [])))): r.natural_key
-              for r in reversed(rows)}
-    return {index: stored[(name_key(title), year, ids)] for index, (title, year, ids) in enumerate(wanted)
-            if (name_key(title), year, ids) in stored}
+                                      .where(ReleaseArtist.release_id.in_(release_ids))):
+        found.setdefault(rid, []).append((pos, aid))
+    return {rid: tuple(aid for _, aid in sorted(pairs)) for rid, pairs in found.items()}
+
+
+def _owners(conn: Connection, release_ids: list[int]) -> dict[int, int]:
+    """release id → the source of its first stored offer (the shop whose record it is)."""
+    if not release_ids:
+        return {}
+    first = select(func.min(Offer.id)).where(Offer.release_id.in_(release_ids)).group_by(Offer.release_id)
+    return {rid: sid for rid, sid in conn.execute(select(Offer.release_id, Offer.source_id).where(Offer.id.in_(first)))}
 
 
 def _load(conn: Connection, keys: list[str]) -> dict[str, tuple[int, ReleaseRow]]:
@@ -132,12 +178,7 @@ def _load(conn: Connection, keys: list[str]) -> dict[str, tuple[int, ReleaseRow]
         .where(Release.natural_key.in_(keys))
     ).all()
     ids = [r.id for r in rows]
-    artists: dict[int, list[tuple[int, int]]] = {}
-    for rid, aid, pos in conn.execute(
-        select(ReleaseArtist.release_id, ReleaseArtist.artist_id, ReleaseArtist.position)
-        .where(ReleaseArtist.release_id.in_(ids))
-    ):
-        artists.setdefault(rid, []).append((pos, aid))
+    artists = _artists(conn, ids)
     styles: dict[int, set[int]] = {}
     for rid, sid in conn.execute(
         select(ReleaseStyle.release_id, ReleaseStyle.style_id).where(ReleaseStyle.release_id.in_(ids))
@@ -150,7 +191,7 @@ def _load(conn: Connection, keys: list[str]) -> dict[str, tuple[int, ReleaseRow]
     return {
         r.natural_key: (r.id, ReleaseRow(
             r.natural_key, r.title, r.label_id, r.catalog_number, r.year,
-            tuple(aid for _, aid in sorted(artists.get(r.id, []))), frozenset(styles.get(r.id, ())),
+            artists.get(r.id, ()), frozenset(styles.get(r.id, ())),
             r.barcode, r.country, tuple(n for _, n in sorted(numbers.get(r.id, []))),
         ))
         for r in rows

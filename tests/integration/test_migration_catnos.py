@@ -47,11 +47,33 @@ def test_migration_0005_keeps_every_row_and_lists_each_releases_numbers(database
             conn.execute(insert(Table(table, MetaData(), autoload_with=conn)), rows)
     with engine.connect() as conn:
         before = {table: _dump(conn, table, list(rows[0])) for table, rows in ROWS.items()}
-    upgrade(engine)
-    assert current_revision(engine) == head_revision()
+    upgrade(engine, "0005")
+    assert current_revision(engine) == "0005"
     with engine.connect() as conn:
         after = {table: _dump(conn, table, list(rows[0])) for table, rows in ROWS.items()}
         numbers = _dump(conn, "release_catnos", ["release_id", "position", "catalog_number", "catno_key"])
     engine.dispose()
     assert after == before
     assert numbers == [(1, 0, "FLD001", "fld001"), (2, 0, "FLD002", "fld002"), (2, 1, "CAT-2", "cat2")]
+
+
+def test_migration_0006_stores_each_barcode_in_its_ean_13_form(database_url: str) -> None:
+    engine = make_engine(database_url)
+    upgrade(engine, "0005")
+    spelled = {1: "724384960650", 2: "00724384960643", 3: "96385074"}  # UPC-A, GTIN-14, EAN-8
+    rows = {"sources": ROWS["sources"], "labels": ROWS["labels"],
+            "releases": [{**row, "barcode": spelled[row["id"]]} for row in ROWS["releases"]],
+            "offers": [{**row, "barcode": spelled[row["id"] + 1]} for row in ROWS["offers"]]}
+    with engine.begin() as conn:
+        for table, values in rows.items():
+            conn.execute(insert(Table(table, MetaData(), autoload_with=conn)), values)
+    upgrade(engine)
+    assert current_revision(engine) == head_revision() == "0006"
+    with engine.connect() as conn:
+        releases = _dump(conn, "releases", ["id", "barcode", "title"])
+        offers = _dump(conn, "offers", ["id", "barcode", "price"])
+    engine.dispose()
+    assert releases == [(1, "0724384960650", "Common Assault EP"), (2, "0724384960643", "Reissue"),
+                        (3, "96385074", "Other")]
+    assert [(i, code, Decimal(str(p))) for i, code, p in offers] == [
+        (1, "0724384960643", Decimal("12.00")), (2, "96385074", Decimal("9.50"))]

@@ -90,7 +90,7 @@ def test_releases_match_by_barcode_then_catalogue_number_then_names(writer: Cata
     assert {by_offer[f"{shop}-{fmt}"] for shop in "abcd" for fmt in ("lp", "cd")} == {1}
     assert by_offer["e-lp"] == by_offer["e-cd"] == 2
     assert _rows(writer, "SELECT id, barcode, catalog_number, year FROM releases ORDER BY id") == [
-        (1, LP, "FLD-001", 2016), (2, None, None, 2017)]
+        (1, LP, "FLD001", 2016), (2, None, None, 2017)]  # the first shop's record: others add, never rewrite
 
 
 def test_a_release_with_two_catalogue_numbers_matches_on_either(writer: CatalogWriter) -> None:
@@ -107,7 +107,7 @@ def test_a_release_with_two_catalogue_numbers_matches_on_either(writer: CatalogW
     by_offer = dict(_rows(writer, "SELECT external_id, release_id FROM offers"))  # type: ignore[arg-type]
     assert by_offer["a-lp"] == by_offer["b-lp"] == by_offer["b-cd"] == 1 and by_offer["c-lp"] == 2
     assert _rows(writer, "SELECT release_id, position, catalog_number FROM release_catnos ORDER BY 1, 2") == [
-        (1, 0, "FLD001"), (1, 1, "CAT 2"), (2, 0, "CAT-2")]
+        (1, 0, "FLD001"), (1, 1, "CAT-2"), (2, 0, "CAT-2")]  # in the spelling of the shop whose record it is
     assert _rows(writer, "SELECT id, catalog_number FROM releases ORDER BY id") == [(1, "FLD001"), (2, "CAT-2")]
 
 
