@@ -147,12 +147,12 @@ class CatalogSpider(scrapy.Spider):
             yield from self._sitemaps(response.url, [entry.url for entry in found.entries])
             return
         held = held_lease(self.crawler, response.request)
-        known = held.state.get(LASTMODS) if held is not None else None
+        last_read = held.state.get(LASTMODS) if held is not None else None
         products = [entry for entry in found.entries if wanted(self.profile.sitemap, entry.url)]
         if held is not None:
             held.keep[LASTMODS] = {entry.url: entry.lastmod for entry in products if entry.lastmod}
         for entry in products:
-            if (change := since(known, entry)) != STANDS:
+            if (change := since(last_read, entry)) != STANDS:
                 yield self._sitemap_product(entry.url, again=change == MOVED)
 
     def _sitemap_product(self, url: str, again: bool) -> scrapy.Request:
