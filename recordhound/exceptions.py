@@ -25,5 +25,10 @@ class FieldError(RecordhoundError):
     """A scraped field could not be parsed; recorded on the item, never raised out of a callback."""
 
 
+class CutOffError(FieldError):
+    """A document ends before it is complete (a download cut short, or a generator that broke off):
+    nothing in it is trusted, and it is worth another try."""
+
+
 class StoreError(RecordhoundError):
     """The product database could not take a batch of items."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
-
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from recordhound.exceptions import FieldError
 from decimal import Decimal
@@ -70,21 +70,40 @@ def normalize_release(raw: RawRelease, profile: Profile) -> Outcome:
 
 
 def _offers(raw: RawRelease, profile: Profile, release: Release, problem: Callable[[str, str], None]) -> list[Offer]:
-    """Each offer with its own price and stock; one without an id of its own is named after the
-    page and its format and condition (the same page gives the same ids on every crawl)."""
+    """Each offer with its own price and stock, under the shop's id for it or, without one, a name
+    (``offer_ids``) that does not depend on where on the page the offer stands."""
     offers: list[Offer] = []
-    for index, found in enumerate(raw.offers):
+    for found in raw.offers:
         money = _money(found.price, found.currency, profile, found.machine_price, problem)
         fmt, cond = music.format_name(found.format), music.condition(found.condition)
         grades = music.grade(found.media_grade), music.grade(found.sleeve_grade)
-        offer_id = clean(found.external_id) or f"{release.external_id}#{fmt or '-'}/{cond or '-'}/{index}"
         state = music.availability(found.availability)
         if found.availability and state is None:
             problem("availability", f"cannot tell stock from {found.availability!r}")
         offers.append(Offer(
-            offer_id, raw.url, fmt, cond or ("used" if any(grades) else None),  # url: the page (304s touch all)
-            grades[0], grades[1], money[0], money[1], state, _barcode(found.barcode, problem)))
-    return list({o.external_id: o for o in offers}.values())
+            clean(found.external_id) or "", raw.url, fmt, cond or ("used" if any(grades) else None),
+            grades[0], grades[1], money[0], money[1], state, _barcode(found.barcode, problem)))  # url: the page
+    ids = offer_ids(release.external_id, offers)
+    for offer_id, repeated in {i: n for i, n in Counter(o.external_id for o in offers if o.external_id).items()
+                               if n > 1}.items():
+        problem("offers", f"the shop's offer id {offer_id!r} is on the page {repeated} times: "
+                          f"the later ones are stored as {offer_id}~2, ~3, ...")
+    return [replace(offer, external_id=offer_id) for offer, offer_id in zip(offers, ids)]
+
+
+def offer_ids(page_id: str, offers: list[Offer]) -> list[str]:
+    """The id of each offer: the shop's own, else ``PAGE#FORMAT/CONDITION`` (``/MEDIA/SLEEVE`` added
+    when graded); an id that repeats gets ``~2``, ``~3``... in page order among the equal ones only,
+    so reordering the offers or adding one elsewhere on the page renames none of the others."""
+    seen: Counter[str] = Counter()
+    ids = []
+    for offer in offers:
+        name = offer.external_id or f"{page_id}#{offer.format or '-'}/{offer.condition or '-'}" + (
+            f"/{offer.media_grade or '-'}/{offer.sleeve_grade or '-'}" if offer.media_grade or offer.sleeve_grade
+            else "")
+        seen[name] += 1
+        ids.append(name if seen[name] == 1 else f"{name}~{seen[name]}")
+    return ids
 
 
 def _money(text: str | None, currency: str | None, profile: Profile, machine: bool,

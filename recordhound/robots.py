@@ -2,7 +2,9 @@
 its ``Crawl-delay`` as a ceiling on the per-host rate every node shares, and its ``Sitemap:`` lines.
 
 The crawl delay is read once per node when the frontier opens (off the reactor thread), before
-any page is requested, so no node starts faster than the shop asked. A profile may ignore
+any page is requested, so no node starts faster than the shop asked. That copy is the process's
+only download of the shop's robots.txt: ``ReadOnceRobotsTxtMiddleware`` (Scrapy's middleware) and
+the spider's sitemap discovery take it from here (``known``). A profile may ignore
 robots.txt only with a stated reason (``robots: {obey: false, reason: ...}``), logged at start.
 """
 
@@ -13,16 +15,19 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
+from weakref import WeakKeyDictionary
 
 from protego import Protego
 
 if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
+    from scrapy.crawler import Crawler
 
     from recordhound.frontier.politeness import Limits
 
 logger = logging.getLogger(__name__)
+MAX_ROBOTS_BYTES = 500_000  # read at most this much of a robots.txt (Google reads 500 KiB)
+_READ: WeakKeyDictionary[Crawler, dict[str, bytes]] = WeakKeyDictionary()  # netloc -> body, per crawler
 
 
 class UnreadableRobotsOneLine(logging.Filter):
@@ -42,22 +47,47 @@ def install_log_filter() -> None:
         robots_logger.addFilter(UnreadableRobotsOneLine())
 
 
-def fetch_robots(base_url: str, user_agent: str, timeout: float) -> Protego | None:
-    """The shop's robots.txt, parsed; None when it has none (or it cannot be read: allow all)."""
-    request = urllib.request.Request(urljoin(base_url, "/robots.txt"), headers={"User-Agent": user_agent})
+def read_robots(crawler: Crawler, base_url: str, user_agent: str, timeout: float) -> bytes | None:
+    """The robots.txt body of ``base_url``'s host, downloaded once per crawler (one per process);
+    None when it cannot be read (Scrapy's middleware then tries it itself)."""
+    netloc = urlsplit(base_url).netloc
+    bodies = _READ.setdefault(crawler, {})
+    if netloc not in bodies:
+        body = _download(urljoin(base_url, "/robots.txt"), user_agent, timeout)
+        if body is None:
+            return None
+        bodies[netloc] = body
+    return bodies[netloc]
+
+
+def known(crawler: Crawler, netloc: str) -> bytes | None:
+    """The robots.txt body this crawler already read for ``netloc`` (None: not read yet)."""
+    return _READ.get(crawler, {}).get(netloc)
+
+
+def _download(url: str, user_agent: str, timeout: float) -> bytes | None:
+    request = urllib.request.Request(url, headers={"User-Agent": user_agent})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the profile's own shop
-            text = response.read(500_000).decode("utf-8", "replace")
+            return bytes(response.read(MAX_ROBOTS_BYTES))
+    except urllib.error.HTTPError as exc:
+        if 400 <= exc.code < 500:
+            return b""  # no robots.txt: every page allowed, no Crawl-delay (as Scrapy reads a 404)
+        logger.info("No robots.txt read from %s (%s): Scrapy's middleware tries it again", url, exc)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        logger.info("No robots.txt read from %s (%s): no Crawl-delay", base_url, exc)
-        return None
-    return Protego.parse(text)
+        logger.info("No robots.txt read from %s (%s): Scrapy's middleware tries it again", url, exc)
+    return None
 
 
-def crawl_delay(robots: Protego | None, user_agent: str) -> float | None:
-    if robots is None:
+def sitemap_lines(body: bytes) -> list[str]:
+    """The sitemap URLs a robots.txt names (``Sitemap:`` lines)."""
+    return list(Protego.parse(body.decode("utf-8", "replace")).sitemaps)
+
+
+def crawl_delay(body: bytes | None, user_agent: str) -> float | None:
+    if not body:
         return None
-    delay = robots.crawl_delay(user_agent)
+    delay = Protego.parse(body.decode("utf-8", "replace")).crawl_delay(user_agent)
     return float(delay) if delay else None
 
 
@@ -70,13 +100,14 @@ def with_crawl_delay(limits: Limits, delay: float | None) -> Limits:
     return replace(limits, requests_per_second=rate)
 
 
-def robots_limits(limits: Limits, spider: Any, settings: BaseSettings) -> Limits:
+def robots_limits(limits: Limits, spider: Any, crawler: Crawler) -> Limits:
     """The politeness limits with the shop's Crawl-delay applied (when robots.txt is obeyed)."""
-    profile = getattr(spider, "profile", None)
+    profile, settings = getattr(spider, "profile", None), crawler.settings
     if profile is None or not settings.getbool("ROBOTSTXT_OBEY") or not profile.base_url:
         return limits
     agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or "*"
-    delay = crawl_delay(fetch_robots(profile.base_url, agent, settings.getfloat("DOWNLOAD_TIMEOUT")), agent)
+    body = read_robots(crawler, profile.base_url, agent, settings.getfloat("DOWNLOAD_TIMEOUT"))
+    delay = crawl_delay(body, agent)
     if delay:
         logger.info("robots.txt of %s: Crawl-delay %g s, so at most %.3g requests a second (all nodes)",
                     profile.base_url, delay, 1.0 / delay)

@@ -31,13 +31,14 @@ USER_AGENT = "recordhound/0.1 (+catalog crawler)"
 
 SCHEDULER = "recordhound.frontier.scheduler.FrontierScheduler"
 DUPEFILTER_CLASS = "recordhound.frontier.dupefilter.FrontierDupeFilter"
-# a sitemap's lastmod is part of a product request's fingerprint (recordhound/fingerprint.py)
-REQUEST_FINGERPRINTER_CLASS = "recordhound.fingerprint.LastmodFingerprinter"
 SPIDER_MIDDLEWARES = {
     # closest to the engine: sees every callback's final output, acks when it is all stored
     "recordhound.frontier.middleware.FrontierMiddleware": 10,
 }
 DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's robots.txt middleware, taking the copy the frontier read for its Crawl-delay (one fetch a host)
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "recordhound.middlewares.robots.ReadOnceRobotsTxtMiddleware": 100,
     # next to the downloader: retries and redirects work on replayed responses as on live ones
     "recordhound.middlewares.cassette.CassetteMiddleware": 950,
     # profiles' `render:` specs → scrapy-playwright meta (before the cassette: replays stay offline)

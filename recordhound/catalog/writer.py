@@ -34,6 +34,7 @@ class BatchResult:
     items: int = 0
     counts: Counter[str] = field(default_factory=Counter)
     rejections: list[tuple[str, str]] = field(default_factory=list)  # (url or line, reason)
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, url, what): written, with a flaw
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,12 @@ class CatalogWriter:
         names: dict[str, NameIndex] = {}  # per kind, built once a batch
         counts: Counter[str] = Counter()
         for _ in range(RACE_ROUNDS):
+            problems: list[tuple[str, str, str]] = []
             with self.engine.begin() as conn:
                 lock_for_writing(conn)
                 plan = gate.plan(conn, self.queue, source_id, name, todo, trust)
                 held = _write(conn, source_id, plan, self.last_seen_resolution,
-                              self.policy.price_threshold_pct, counts)
+                              self.policy.price_threshold_pct, counts, problems)
                 recorded = self._record_matches(conn, source_id, plan)
             self._recorded |= recorded  # committed
             failpoints.hit("store.after_commit")
@@ -111,6 +113,7 @@ class CatalogWriter:
                 counts[f"{kind}s_new"] += count
             if not raced:
                 result.counts.update(counts)
+                result.problems += problems
                 return
             parked = {p.key for p in raced}
             todo = [i for i in todo if gate.item_key(source_id, i) in parked]
@@ -181,7 +184,8 @@ def _hold(held: HeldPrice, where: gate.Origin) -> PriceHold:
 
 
 def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timedelta,
-           threshold_pct: float, counted: Counter[str]) -> list[tuple[HeldPrice, Release]]:
+           threshold_pct: float, counted: Counter[str],
+           problems: list[tuple[str, str, str]]) -> list[tuple[HeldPrice, Release]]:
     items = plan.writable
     if not items:
         return []
@@ -196,16 +200,34 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
         for key, item in zip(keys, items)
     }
     release_ids, new_releases, changed_releases = write_releases(conn, source_id, wanted)
-    offers = [_offer_row(offer, release_ids[key]) for key, i in zip(keys, items) for offer in i.all_offers()]
-    counts = write_offers(conn, source_id, list({o.external_id: o for o in offers}.values()),
+    kept = _unique_offers([(offer, item, release_ids[key]) for key, item in zip(keys, items)
+                           for offer in item.all_offers()], problems)
+    counts = write_offers(conn, source_id, [_offer_row(offer, release_id) for offer, _, release_id in kept],
                           datetime.now(UTC), resolution, threshold_pct)
     counted.update({
         "releases_new": new_releases, "releases_changed": changed_releases,
         "offers_new": counts.new, "offers_changed": counts.changed,
         "offers_unchanged": counts.unchanged, "price_changes": counts.price_changes,
+        "offers_duplicate": len(problems),
     })
-    by_id = {offer.external_id: i for i in items for offer in i.all_offers()}
+    by_id = {offer.external_id: item for offer, item, _ in kept}
     return [(h, by_id[h.new.external_id]) for h in counts.held]
+
+
+Placed = tuple[Offer, Release, int]  # an offer, its item, its release's id
+
+
+def _unique_offers(placed: list[Placed], problems: list[tuple[str, str, str]]) -> list[Placed]:
+    """The first offer of each id in the batch (one row takes one offer); a later one with the same
+    id, from another page, is not written: a problem, named with both pages."""
+    first: dict[str, Placed] = {}
+    for offer, item, release_id in placed:
+        kept = first.setdefault(offer.external_id, (offer, item, release_id))
+        if kept[0] is not offer:
+            problems.append(("duplicate_offer", offer.url, (
+                f"offer id {offer.external_id!r} is also on {kept[0].url} (in the same batch): only that one "
+                "is stored; the shop repeats an id, or the profile's external_id is not the variant's own")))
+    return list(first.values())
 
 
 def _release_keys(conn: Connection, items: list[Release], artist_ids: list[tuple[int, ...]]) -> list[str]:

@@ -13,7 +13,8 @@ Every HTML page has an ``ETag`` (its body's hash) and a ``Last-Modified`` (when 
 changed); a request with a matching ``If-None-Match`` (or, without one, an ``If-Modified-Since``
 not before ``Last-Modified``) gets ``304 Not Modified``. With ``epoch_seconds`` the price epoch
 advances over time (up to ``last_epoch``), so a recrawl schedule has changes to catch; the
-truth is always the current epoch's.
+truth is always the current epoch's. ``/_next_epoch`` moves it on by one at once (tests that wait
+for a crawl to settle before the prices move, rather than for a clock).
 """
 
 from __future__ import annotations
@@ -164,6 +165,9 @@ class DemoShop:
                      "refused": dict(self.refused), "epoch": self.catalog.epoch,
                      "not_modified": self.not_modified, "fetched_at": self.fetched_at}
             return Page(200, "application/json", json.dumps(stats).encode())
+        if target == "/_next_epoch":  # a test moves the prices (and their pages' lastmod) when it is ready
+            self._build(Catalog(self.catalog.releases, seed=self.catalog.seed, epoch=self.catalog.epoch + 1))
+            return Page(200, "application/json", json.dumps({"epoch": self.catalog.epoch}).encode())
         if target == "/_truth.json":
             return self._cached(target, "application/json", lambda: json.dumps(build_truth(self.catalog)).encode())
         if target == "/robots.txt":

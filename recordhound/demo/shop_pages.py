@@ -65,7 +65,7 @@ def shopify_title(release: ShopRelease) -> str:
 def _shopify_json(release: ShopRelease) -> dict[str, Any]:
     return {"id": 7_000_000 + int(release.key.rsplit("-", 1)[1]), "title": shopify_title(release),
             "handle": release.key, "vendor": release.label, "product_type": "Vinyl", "tags": ["new-arrivals"],
-            "variants": [{"id": int(o.barcode or "0") % 10**11, "title": o.label, "option1": o.label,
+            "variants": [{"id": int(o.key), "title": o.label, "option1": o.label,
                           "sku": o.sku, "price": str(o.price()), "available": o.availability == "in_stock",
                           "barcode": o.barcode, "requires_shipping": True} for o in release.offers]}
 
@@ -82,9 +82,10 @@ def _shopify_product(release: ShopRelease) -> str:
     url = release.path
     data = {"@context": "https://schema.org", "@type": "Product", "name": shopify_title(release),
             "brand": {"@type": "Brand", "name": release.label}, "url": url,
-            "offers": [_offer_ld(o, CURRENCY["shopify"], f"{url}?variant={o.sku}", sku=o.sku, name=o.label,
-                                 gtin13=o.barcode, itemCondition=SCHEMA + "NewCondition") for o in release.offers]}
-    options = "".join(f'<option value="{escape(o.sku)}">{escape(o.label)} - €{o.price()}</option>'
+            "offers": [_offer_ld(o, CURRENCY["shopify"], f"{url}?variant={o.key}", name=o.label, gtin13=o.barcode,
+                                 itemCondition=SCHEMA + "NewCondition", **({"sku": o.sku} if o.sku else {}))
+                       for o in release.offers]}
+    options = "".join(f'<option value="{o.key}">{escape(o.label)} - €{o.price()}</option>'
                       for o in release.offers)
     return (f'{ld(data)}\n<main><h1 class="product__title">{escape(shopify_title(release))}</h1>'
             f'<select name="id">{options}</select></main>\n<script>window.Shopify = {{"shop": "demo"}};</script>')

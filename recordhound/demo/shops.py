@@ -28,6 +28,7 @@ SECTIONS = ("shopify", "woo", "bandcamp", "market")
 SIZES = {"shopify": 45, "woo": 30, "bandcamp": 12, "market": 30}  # releases per section (at most)
 OFFSETS = {"shopify": 0, "woo": 7, "bandcamp": 3, "market": 11}  # where each section starts in the catalog
 GRADES = ("M", "NM", "VG+", "VG", "G+", "G")
+SHOPIFY_VARIANT_IDS = 44_000_000_000_000  # Shopify's variant ids are 14-digit numbers
 CURRENCY = {"shopify": "EUR", "woo": "EUR", "bandcamp": "EUR", "market": "GBP"}
 
 
@@ -42,6 +43,12 @@ class ShopOffer:
     media_grade: str | None = None
     sleeve_grade: str | None = None
     label: str = ""  # how the shop names the variant ("12\" Vinyl", "LP")
+    variant_id: str | None = None  # the shop's own id of the variant (Shopify); the SKU may be empty or repeated
+
+    @property
+    def key(self) -> str:
+        """How a user finds this offer at the shop: the variant id where there is one, else the SKU."""
+        return self.variant_id or self.sku
 
     def price(self, epoch_cents: int | None = None) -> Decimal:
         return (Decimal(self.cents if epoch_cents is None else epoch_cents) / 100).quantize(Decimal("0.01"))
@@ -99,7 +106,7 @@ def _at_epoch(catalog: Catalog, offer: ShopOffer) -> ShopOffer:
     """Prices move with the catalog's epoch, as the classic shop's do (the same rule)."""
     cents = offer.cents
     for step in range(1, catalog.epoch + 1):
-        cents = round(cents * (100 + change_percent(catalog.seed, offer.sku, step)) / 100)
+        cents = round(cents * (100 + change_percent(catalog.seed, offer.key, step)) / 100)
     return replace(offer, cents=cents)
 
 
@@ -112,12 +119,18 @@ def _availability(rng: random.Random) -> str:
 
 
 def _shopify(product: Product, rng: random.Random, index: int) -> list[ShopOffer]:
+    """One variant per format; as in real stores, some variants have no SKU (every 5th release's
+    CD) and some share one (every 5th release, from the 4th, prints its catalogue number on each)."""
     formats = [("LP", "LP"), ("CD", "CD")] + ([("Cassette", "Cassette")] if index % 3 == 0 else [])
     if index % 4 == 1:
         formats[0] = ("2xLP", "2xLP")
-    return [ShopOffer(f"{product.catno}-{code}", fmt, _cents(rng, 20, 70), rng.choice(("in_stock", "in_stock", "sold_out")),
-                      ean13(880_000_000_000 + product.release * 10 + n), label=code)
-            for n, (code, fmt) in enumerate(formats)]
+    skus = [product.catno if index % 5 == 3 else f"{product.catno}-{code}" for code, _ in formats]
+    if index % 5 == 2:
+        skus[1] = ""
+    return [ShopOffer(sku, fmt, _cents(rng, 20, 70), rng.choice(("in_stock", "in_stock", "sold_out")),
+                      ean13(880_000_000_000 + product.release * 10 + n), label=code,
+                      variant_id=str(SHOPIFY_VARIANT_IDS + product.release * 10 + n))
+            for n, ((code, fmt), sku) in enumerate(zip(formats, skus))]
 
 
 def _woo(product: Product, rng: random.Random, index: int) -> list[ShopOffer]:
@@ -153,7 +166,7 @@ OFFER_MAKERS = {"shopify": _shopify, "woo": _woo, "bandcamp": _bandcamp, "market
 
 def section_offers(section: str, releases: list[ShopRelease]) -> dict[str, Any]:
     offers = [{
-        "external_id": offer.sku, "path": release.path, "title": release.title, "artists": [release.artist],
+        "external_id": offer.key, "path": release.path, "title": release.title, "artists": [release.artist],
         "label": release.label, "catalog_number": catalog_numbers(release)[0],
         "catalog_numbers": catalog_numbers(release), "year": release.year,
         "styles": list(release.styles), "price": str(offer.price()), "currency": CURRENCY[section],

@@ -29,6 +29,7 @@ class Held:
     kind: str = ""  # the profile's link kind ("listing", "product", ...)
     state: dict[str, Any] = field(default_factory=dict)  # the recheck state it was leased with
     seen: recrawl.Seen | None = None  # what its fetch answered
+    keep: dict[str, Any] = field(default_factory=dict)  # what its callback keeps in the recheck state
     children: list[Entry] = field(default_factory=list)  # what its response queued (re-sent if the store loses it)
 
 

@@ -5,7 +5,9 @@ in the frontier with a due time (a ``Recheck``). With ``min`` and ``max`` the in
 like Nutch's adaptive fetch schedule: a page that had not changed (a 304, or the same body
 fingerprint) waits ``GROW`` times longer, up to ``max``; one that changed waits ``SHRINK`` times
 as long, down to ``min``. The state kept with the request (interval, ETag, Last-Modified, body
-fingerprint) makes the next fetch a conditional request.
+fingerprint) makes the next fetch a conditional request. A callback may keep more in it (``Held.keep``):
+a sitemap keeps each product's ``lastmod`` (``LASTMODS``), so its next read fetches again only the
+products whose ``lastmod`` moved; what it keeps is carried over a 304.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 from recordhound.sources.profile import RecrawlSpec
 
 GROW, SHRINK = 1.5, 0.5
+LASTMODS = "lastmods"  # a sitemap's state: {product URL: its lastmod when the sitemap was last read}
+KEPT = (LASTMODS,)  # what a callback keeps in the state, carried over a fetch that did not replace it
 _SHORT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _ISO = re.compile(r"^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -87,8 +91,10 @@ def changed(state: dict[str, Any], seen: Seen | None) -> bool | None:
     return seen.fingerprint != state.get("fp") if state.get("fp") else None
 
 
-def next_state(spec: RecrawlSpec, kind: str, state: dict[str, Any], seen: Seen | None) -> tuple[float, str] | None:
-    """(seconds until the next fetch, the state to keep), or None: the kind is not rechecked."""
+def next_state(spec: RecrawlSpec, kind: str, state: dict[str, Any], seen: Seen | None,
+               keep: dict[str, Any] | None = None) -> tuple[float, str] | None:
+    """(seconds until the next fetch, the state to keep), or None: the kind is not rechecked.
+    ``keep``: what the response's callback keeps (``KEPT`` keys), else the state's are carried over."""
     base = spec.intervals.get(kind)
     if base is None:
         return None
@@ -102,5 +108,6 @@ def next_state(spec: RecrawlSpec, kind: str, state: dict[str, Any], seen: Seen |
     kept = {"interval": interval, "changed": change,
             "etag": (seen.etag if seen else None) or state.get("etag"),
             "last_modified": (seen.last_modified if seen else None) or state.get("last_modified"),
-            "fp": (seen.fingerprint if seen else None) or state.get("fp")}
+            "fp": (seen.fingerprint if seen else None) or state.get("fp"),
+            **{key: state[key] for key in KEPT if key in state}, **(keep or {})}
     return interval, json.dumps({k: v for k, v in kept.items() if v is not None})

@@ -10,6 +10,8 @@ from recordhound.frontier.outcomes import Outcomes
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from recordhound.frontier.leasebook import LeaseBook, Held
+
     from recordhound.frontier.retry import Problem
 
 
@@ -17,6 +19,7 @@ class Frontier(Protocol):
     """What the middleware and the spider's errbacks need of the scheduler (no import of it)."""
 
     outcomes: Outcomes
+    book: LeaseBook
 
     def claim_start(self) -> str: ...
 
@@ -48,3 +51,13 @@ def report_failure(crawler: Crawler, request: object, problem: Problem) -> float
     if scheduler is None or frontier_id is None:
         return None
     return scheduler.report(frontier_id, problem)
+
+
+def held_lease(crawler: Crawler, request: object) -> Held | None:
+    """This process's lease of ``request`` (its recheck state; what its callback keeps in the next
+    one), or None: not a request of the frontier."""
+    scheduler = lookup(crawler)
+    frontier_id = getattr(request, "meta", {}).get(FRONTIER_ID)
+    if scheduler is None or frontier_id is None:
+        return None
+    return scheduler.book.get(frontier_id)

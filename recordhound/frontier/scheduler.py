@@ -120,7 +120,7 @@ class FrontierScheduler:
 
     def _obey_crawl_delay(self, gate: HostGate) -> None:
         """robots.txt's Crawl-delay caps the rate every node shares (read here, off the reactor)."""
-        limits = robots_limits(self.policy.limits, self.spider, self.crawler.settings)
+        limits = robots_limits(self.policy.limits, self.spider, self.crawler)
         if limits == self.policy.limits:
             return
         self.policy = replace(self.policy, limits=limits)
@@ -320,7 +320,7 @@ class FrontierScheduler:
         if (ended := self._end(frontier_id)) is None:
             return
         lease, held = ended
-        planned = recrawl.next_state(self.policy.recrawl, held.kind, held.state, held.seen) \
+        planned = recrawl.next_state(self.policy.recrawl, held.kind, held.state, held.seen, held.keep) \
             if self.policy.recrawl.active else None
         if planned is None:
             self.buffer.acks.append(lease)

@@ -141,6 +141,8 @@ class StorePipeline:
         stats.inc_value("recordhound/store/items", result.items)
         for where, reason in result.rejections:
             record_error(self.crawler, "invalid_item", where, reason)
+        for kind, where, what in result.problems:
+            record_error(self.crawler, kind, where, what)
         now = time.monotonic()
         if now - self._last_progress >= PROGRESS_EVERY_SECONDS:
             self._last_progress = now

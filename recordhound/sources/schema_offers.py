@@ -3,13 +3,15 @@
 
 Each offer takes what its own node says and falls back to its release / variant node: the
 format from the release's name or ``musicReleaseFormat``, the barcode from ``gtin13`` (or
-``gtin``, ``gtin12``, ``gtin14``, ``gtin8``), the shop's own id from ``sku`` or ``@id``.
+``gtin``, ``gtin12``, ``gtin14``, ``gtin8``), the shop's own id from the offer URL's variant
+(Shopify's ``?variant=<id>``: SKUs there are optional and often repeated), ``sku`` or ``@id``.
 A page with one plain offer gives none here: its fields are the page's own.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from recordhound.items import RawOffer
 from recordhound.music import format_name
@@ -69,7 +71,8 @@ def _offer(offer: Node, parent: Node, several: bool = True, variant: bool = Fals
     own = item[0] if item else {}
     name = first(offer, "name") if several else None
     return RawOffer(
-        external_id=first(offer, "sku", "@id") or first(own, "sku", "@id") or first(parent, "sku", "@id"),
+        external_id=(_variant_id(first(offer, "url")) or first(offer, "sku", "@id") or first(own, "sku", "@id")
+                     or first(parent, "sku", "@id")),
         format=_format([first(own, "name"), first(own, "musicReleaseFormat"), name,
                         *([first(parent, "name"), first(parent, "musicReleaseFormat")] if variant else
                           [first(parent, "musicReleaseFormat")])]),
@@ -83,6 +86,12 @@ def _offer(offer: Node, parent: Node, several: bool = True, variant: bool = Fals
         url=first(offer, "url") if offer.get("url") != parent.get("url") else None,
         machine_price=True,
     )
+
+
+def _variant_id(url: str | None) -> str | None:
+    """The variant an offer URL names (``/products/x?variant=4400000``), the shop's own id for it."""
+    found = parse_qs(urlsplit(url).query).get("variant") if url else None
+    return found[0] if found and found[0].strip() else None
 
 
 def _format(candidates: list[str | None]) -> str | None:

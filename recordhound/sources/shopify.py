@@ -1,6 +1,7 @@
 """``platform: shopify``: a Shopify store's products from its ``/products.json`` (pages of 30,
 ``?page=N`` until one comes back empty), one offer per variant (its format in the variant's
-title, its own price, stock, SKU and barcode), with no product page fetched.
+title, its own price, stock and barcode, under the variant's id: SKUs are optional in Shopify, and
+stores leave them empty or print one on several variants), with no product page fetched.
 
 With a ``sitemap:`` in the profile, the products come from the products sitemap instead, each read
 from its ``/products/<handle>.json`` (one product, a few kilobytes): a recheck, or a ``lastmod`` that
@@ -56,7 +57,7 @@ def release_of(product: dict[str, Any], base_url: str, source: str) -> RawReleas
 def _offer(variant: dict[str, Any]) -> RawOffer:
     available = variant.get("available")
     return RawOffer(
-        external_id=_text(variant.get("sku")) or _text(variant.get("id")),
+        external_id=_text(variant.get("id")) or _text(variant.get("sku")),
         format=_text(variant.get("title")) or _text(variant.get("option1")),
         condition="new",
         price=_text(variant.get("price")),

@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urljoin, urlparse
 
 import scrapy
-from protego import Protego
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 
 from recordhound.errors import record_error
-from recordhound.exceptions import ConfigError, FieldError, ProfileError
+from recordhound.exceptions import ConfigError, CutOffError, FieldError, ProfileError
 from recordhound.extensions.health import PRODUCT_PAGES_STAT, SpidermonToDebug
-from recordhound.frontier.registry import KIND_META, report_failure
+from recordhound.frontier.recrawl import LASTMODS
+from recordhound.frontier.registry import KIND_META, held_lease, report_failure
 from recordhound.frontier.retry import Problem, RetryPolicy
 from recordhound.items import Unchanged
 from recordhound.middlewares.render import RENDER_META, enable_rendering
-from recordhound.robots import install_log_filter
+from recordhound.robots import install_log_filter, known, sitemap_lines
 from recordhound.sources import Profile, load_profile
 from recordhound.sources.extract import extract_links, extract_release, structured_data
 from recordhound.sources.profile import SitemapSpec
@@ -32,7 +32,7 @@ from recordhound.sources.schema import with_base_url
 from recordhound.sources.shopify import (next_page, product_json_url, product_page_url, products_json_url,
                                          release_of)
 from recordhound.sources import woocommerce
-from recordhound.sources.sitemaps import LASTMOD_META, read_sitemap, wanted
+from recordhound.sources.sitemaps import MOVED, STANDS, read_sitemap, since, wanted
 
 from twisted.python.failure import Failure
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+MOVED_KIND = "sitemap_moved"  # a product fetched again because its sitemap lastmod moved (no schedule of its own)
 
 
 class CatalogSpider(scrapy.Spider):
@@ -111,42 +112,57 @@ class CatalogSpider(scrapy.Spider):
                                      priority=link.priority, meta=self._meta(kind))
 
     def _sitemap_starts(self, spec: SitemapSpec) -> Iterator[scrapy.Request]:
-        """The profile's sitemaps, or robots.txt (whose ``Sitemap:`` lines name them)."""
-        if not spec.urls:
-            yield scrapy.Request(urljoin(self.profile.base_url, "/robots.txt"), callback=self.parse_robots,
-                                 errback=self.on_error, meta=self._meta("listing"))
-        for url in spec.urls:
-            yield scrapy.Request(urljoin(self.profile.base_url, url), callback=self.parse_sitemap,
-                                 errback=self.on_error, meta=self._meta("listing"))
+        """The profile's sitemaps, or robots.txt's ``Sitemap:`` lines (the copy the frontier read
+        for its Crawl-delay: robots.txt is downloaded once a process; else a request for it)."""
+        assert self.crawler is not None
+        robots = None if spec.urls else known(self.crawler, urlparse(self.profile.base_url).netloc)
+        if spec.urls or robots is not None:
+            yield from self._sitemaps(self.profile.base_url, spec.urls or sitemap_lines(robots or b""))
+            return
+        yield scrapy.Request(urljoin(self.profile.base_url, "/robots.txt"), callback=self.parse_robots,
+                             errback=self.on_error, meta=self._meta("listing"))
 
     def parse_robots(self, response: Response) -> Iterator[scrapy.Request]:
         if response.status == 304 or not self._is_text(response):
             return
-        for url in Protego.parse(response.text).sitemaps:
-            yield scrapy.Request(response.urljoin(url), callback=self.parse_sitemap, errback=self.on_error,
+        yield from self._sitemaps(response.url, sitemap_lines(response.body))
+
+    def _sitemaps(self, base: str, urls: Iterable[str]) -> Iterator[scrapy.Request]:
+        for url in urls:
+            yield scrapy.Request(urljoin(base, url), callback=self.parse_sitemap, errback=self.on_error,
                                  meta=self._meta("listing"))
 
     def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
-        """A sitemap index leads to sitemaps; a urlset to product pages (with their ``lastmod``)."""
+        """A sitemap index leads to sitemaps; a urlset to product pages: those new to it, and again
+        those whose ``lastmod`` moved since its last read (kept in its recheck state)."""
         assert self.profile.sitemap is not None and self.crawler is not None
         if response.status == 304:
             return
         try:
             found = read_sitemap(response)
-        except FieldError as exc:
-            record_error(self.crawler, "sitemap", response.url, str(exc))
+        except FieldError as exc:  # cut off: tried again (a download cut short); not a sitemap: failed
+            self._failed(response.request, Problem("sitemap", str(exc), isinstance(exc, CutOffError)))
             return
-        product = self.profile.links.get("product")
-        for entry in found.entries:
-            if found.index:
-                yield scrapy.Request(entry.url, callback=self.parse_sitemap, errback=self.on_error,
-                                     meta=self._meta("listing"))
-            elif wanted(self.profile.sitemap, entry.url):
-                shopify = self.profile.platform == "shopify"
-                yield scrapy.Request(product_json_url(entry.url) if shopify else entry.url,
-                                     callback=self.parse_product_json if shopify else self.parse_product,
-                                     errback=self.on_error, priority=product.priority if product else 10,
-                                     meta={**self._meta("product"), LASTMOD_META: entry.lastmod})
+        if found.index:
+            yield from self._sitemaps(response.url, [entry.url for entry in found.entries])
+            return
+        held = held_lease(self.crawler, response.request)
+        last_read = held.state.get(LASTMODS) if held is not None else None
+        products = [entry for entry in found.entries if wanted(self.profile.sitemap, entry.url)]
+        if held is not None:
+            held.keep[LASTMODS] = {entry.url: entry.lastmod for entry in products if entry.lastmod}
+        for entry in products:
+            if (change := since(last_read, entry)) != STANDS:
+                yield self._sitemap_product(entry.url, again=change == MOVED)
+
+    def _sitemap_product(self, url: str, again: bool) -> scrapy.Request:
+        """``again``: its lastmod moved: fetched once more, past the seen-set, and never rechecked on
+        its own (the page's own request, if it has a schedule, keeps it)."""
+        shopify, product = self.profile.platform == "shopify", self.profile.links.get("product")
+        meta = self._meta(MOVED_KIND, render_kind="product") if again else self._meta("product")
+        return scrapy.Request(product_json_url(url) if shopify else url, dont_filter=again,
+                              callback=self.parse_product_json if shopify else self.parse_product,
+                              errback=self.on_error, priority=product.priority if product else 10, meta=meta)
 
     def parse_product_json(self, response: Response) -> Iterator[Any]:
         """``platform: shopify`` with a sitemap: one product from its ``/products/<handle>.json``."""
@@ -244,6 +260,12 @@ class CatalogSpider(scrapy.Spider):
             report_failure(self.crawler, request, problem)
             self.crawler.stats.inc_value("recordhound/robots/forbidden")
             return
+        self._failed(request, problem)
+
+    def _failed(self, request: scrapy.Request | None, problem: Problem) -> None:
+        """The request failed: tried again later while the problem is transient and attempts are
+        left, else recorded as the crawl's problem (and a dead letter in the frontier)."""
+        assert self.crawler is not None and self.crawler.stats is not None and request is not None
         retry_in = report_failure(self.crawler, request, problem)
         if retry_in is None:
             record_error(self.crawler, problem.kind, request.url, problem.message)

@@ -68,7 +68,7 @@ def test_migration_0006_stores_each_barcode_in_its_ean_13_form(database_url: str
         for table, values in rows.items():
             conn.execute(insert(Table(table, MetaData(), autoload_with=conn)), values)
     upgrade(engine)
-    assert current_revision(engine) == head_revision() == "0006"
+    assert current_revision(engine) == head_revision()
     with engine.connect() as conn:
         releases = _dump(conn, "releases", ["id", "barcode", "title"])
         offers = _dump(conn, "offers", ["id", "barcode", "price"])

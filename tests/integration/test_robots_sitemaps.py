@@ -6,12 +6,15 @@ re-reads the sitemap fetches again only the pages whose lastmod moved. The shop'
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -20,9 +23,12 @@ from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.shops import sections_truth
 from tests.integration.crawlers import CrawlSetup
+from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_product_db_matches
 from tests.services import redis_url, run_crawl
+from tests.staticserver import StaticServer
 
+PRODUCTS_SITEMAP = "/shopify/sitemap_products_1.xml"
 SITEMAP_PROFILE = {"structured": "schema.org", "title_rules": ["artist_title_catno"],
                    "sitemap": {"follow": ["/products/"], "only": True},
                    "links": {"product": 'a[href*="/products/"]::attr(href)'}}
@@ -74,7 +80,7 @@ def test_sitemap_crawl_finds_every_product_without_listing_pages(tmp_path: Path)
         assert_product_db_matches(database, shop.truth()["sections"]["shopify"])
         hits = shop.hits()
         assert not [p for p in hits if "/collections/" in p], hits  # no listing page fetched
-        assert hits["/robots.txt"] >= 1 and hits["/shopify/sitemap.xml"] == 1
+        assert hits["/robots.txt"] == 1 and hits["/shopify/sitemap.xml"] == 1  # its Sitemap: line, no refetch
         assert hits["/shopify/sitemap_collections_1.xml.gz"] == 1  # read (gzipped), its URLs filtered out
         assert result.stats.get("recordhound/errors", 0) == 0, result.stats
 
@@ -89,8 +95,11 @@ def _moved_by_epoch_one(seed: int, releases: int) -> tuple[set[str], set[str], d
     return moved, paths, after
 
 
-def _follow_past_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, database: str) -> None:
-    """A following node crawls through the shop's epoch 1 (and 5 s more), then stops on SIGTERM."""
+def _follow_through_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, database: str,
+                              pages: set[str], moved: set[str]) -> None:
+    """A following node fetches every one of ``pages`` and reads the products sitemap again (its
+    lastmods are kept by then); the shop moves to epoch 1; the node runs until every page of ``moved``
+    was fetched again, and 3 s more (a page fetched too often would show), then stops on SIGTERM."""
     env = {**os.environ, "DATABASE_URL": database, "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
     log = open(tmp_path / "follow.log", "w")  # noqa: SIM115 - closed below
     node = subprocess.Popen(
@@ -98,12 +107,21 @@ def _follow_past_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, dat
          "-s", "RECORDHOUND_FOLLOW=true", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000",
          "-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true", "-s", "LOG_LEVEL=INFO"],
         cwd=tmp_path, env=env, stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 60
-        while shop.stats()["epoch"] < 1:
+
+    def until(done: Callable[[dict[str, Any]], bool]) -> None:
+        deadline = time.monotonic() + 120
+        while not done(shop.stats()):
             assert time.monotonic() < deadline and node.poll() is None, (tmp_path / "follow.log").read_text()[-3000:]
             time.sleep(0.2)
-        time.sleep(5)  # the sitemap is read again after the epoch (every second)
+
+    def fetched(stats: dict[str, Any], path: str) -> int:
+        return len(stats["fetched_at"].get(path, []))
+
+    try:
+        until(lambda stats: all(fetched(stats, p) for p in pages) and stats["requests"].get(PRODUCTS_SITEMAP, 0) >= 2)
+        assert shop.get_json("/_next_epoch")["epoch"] == 1
+        until(lambda stats: all(fetched(stats, p) >= 2 for p in moved))
+        time.sleep(3)
         node.send_signal(signal.SIGTERM)
         assert node.wait(60) == 0, (tmp_path / "follow.log").read_text()[-3000:]
     finally:
@@ -116,10 +134,10 @@ def _follow_past_epoch_one(tmp_path: Path, shop: ShopProcess, profile: Path, dat
 def test_a_recheck_fetches_only_pages_whose_lastmod_moved(tmp_path: Path) -> None:
     seed, releases = 7, 120
     moved, paths, after = _moved_by_epoch_one(seed, releases)
-    with ShopProcess(releases, seed=seed, throttle=("--epoch-seconds", "6", "--last-epoch", "1")) as shop:
+    with ShopProcess(releases, seed=seed) as shop:
         profile = _profile(tmp_path, shop, recrawl={"listing": "1s"})
         database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
-        _follow_past_epoch_one(tmp_path, shop, profile, database)
+        _follow_through_epoch_one(tmp_path, shop, profile, database, paths, moved)
         fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
         assert fetched == {path: 2 if path in moved else 1 for path in paths}
         assert shop.hits()["/shopify/sitemap_products_1.xml"] >= 3  # re-read, every second
@@ -131,7 +149,7 @@ def test_a_shopify_sitemap_crawl_reads_and_rechecks_each_product_from_its_json(t
     that moved fetches that product's .json again, never a product page nor ``/products.json``."""
     seed, releases = 7, 120
     moved, paths, after = _moved_by_epoch_one(seed, releases)
-    with ShopProcess(releases, seed=seed, throttle=("--epoch-seconds", "6", "--last-epoch", "1")) as shop:
+    with ShopProcess(releases, seed=seed) as shop:
         document = {"name": "shopify_json", "base_url": shop.url.rstrip("/") + "/shopify/", "platform": "shopify",
                     "start_urls": ["/shopify/collections/all"],
                     "structured": "schema.org", "title_rules": ["artist_title_catno"],
@@ -140,9 +158,99 @@ def test_a_shopify_sitemap_crawl_reads_and_rechecks_each_product_from_its_json(t
         profile = tmp_path / "shopify_json.yaml"
         profile.write_text(yaml.safe_dump(document))
         database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
-        _follow_past_epoch_one(tmp_path, shop, profile, database)
+        _follow_through_epoch_one(tmp_path, shop, profile, database, {p + ".json" for p in paths},
+                                  {p + ".json" for p in moved})
         fetched = shop.stats()["fetched_at"]
         assert {p: len(fetched.get(p + ".json", [])) for p in paths} == {p: 2 if p in moved else 1 for p in paths}
         hits = shop.hits()
         assert not [p for p in hits if p in paths or "products.json" in p or "/collections/" in p], hits
         assert_product_db_matches(database, after)
+
+
+def _urlset(urls: list[str]) -> bytes:
+    entries = "".join(f"<url><loc>{url}</loc></url>" for url in urls)
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            f"{entries}</urlset>\n").encode()
+
+
+def _sub_truth(truth: dict[str, Any], paths: set[str]) -> dict[str, Any]:
+    """The section's truth for the releases at ``paths`` only (their offers, their counts)."""
+    offers = [o for o in truth["offers"] if o["path"] in paths]
+    counts = {"releases": len(paths), "offers": len(offers), "artists": len({a for o in offers for a in o["artists"]}),
+              "labels": len({o["label"] for o in offers}), "styles": len({s for o in offers for s in o["styles"]})}
+    return {**truth, "offers": offers, "counts": counts}
+
+
+def test_a_cut_sitemap_and_a_truncated_gz_are_errors_naming_them_and_the_other_sitemaps_are_read(
+        tmp_path: Path) -> None:
+    with ShopProcess(120, seed=5) as shop:
+        truth = shop.truth()["sections"]["shopify"]
+        paths = sorted({o["path"] for o in truth["offers"]})
+        good, cut, zipped = paths[:15], paths[15:30], paths[30:]
+        product = shop.url.rstrip("/")
+        cut_xml = _urlset([product + p for p in cut])
+        pages = {"/good.xml": ("application/xml", _urlset([product + p for p in good])),
+                 "/cut.xml": ("application/xml", cut_xml[:len(cut_xml) * 2 // 3]),
+                 "/cut.xml.gz": ("application/x-gzip", gzip.compress(_urlset([product + p for p in zipped]))[:-40])}
+        with StaticServer(pages) as sitemaps:
+            index = "".join(f"<sitemap><loc>{sitemaps.url.rstrip('/')}{path}</loc></sitemap>" for path in pages)
+            sitemaps.pages["/sitemap.xml"] = ("application/xml", (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/'
+                f'sitemap/0.9">{index}</sitemapindex>\n').encode())
+            profile = _profile(tmp_path, shop, base_url=sitemaps.url,
+                               sitemap={"urls": ["/sitemap.xml"], "follow": ["/products/"], "only": True})
+            database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+            result = run_crawl(tmp_path, database, "-a", f"source={profile}",
+                               "-s", "RECORDHOUND_RETRY_MAX_ATTEMPTS=2", "-s", "RECORDHOUND_RETRY_BASE_SECONDS=0.1")
+            assert sitemaps.hits["/cut.xml"] == sitemaps.hits["/cut.xml.gz"] == 2, (sitemaps.hits, result.stderr[-3000:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stats.get("recordhound/errors/sitemap") == 2, result.stats
+    assert_product_db_matches(database, _sub_truth(truth, set(good)))  # the good sitemap's products, all
+    db = ProductDb(database)
+    try:
+        meta = db.rows("SELECT metadata FROM sources")[0][0]
+    finally:
+        db.close()
+    meta = json.loads(meta) if isinstance(meta, str) else meta
+    assert meta["errors"] == {"sitemap": 2}, meta
+    recorded = {e["url"]: e["message"] for e in meta["recent_errors"]}
+    assert sorted(recorded) == [sitemaps.url + "cut.xml", sitemaps.url + "cut.xml.gz"], recorded
+    assert "cut.xml" in recorded[sitemaps.url + "cut.xml"] and "XML" in recorded[sitemaps.url + "cut.xml"]
+    assert "truncated" in recorded[sitemaps.url + "cut.xml.gz"], recorded
+
+
+def test_robots_txt_is_fetched_once_per_crawl_process_and_still_obeyed(tmp_path: Path) -> None:
+    """The frontier reads robots.txt for its Crawl-delay before any page; Scrapy's robots.txt
+    middleware takes that copy instead of fetching it again."""
+    with ShopProcess(120, seed=5) as shop:
+        truth = shop.truth()["sections"]["market"]
+        profile = tmp_path / "market.yaml"
+        profile.write_text(yaml.safe_dump({
+            "name": "market", "base_url": shop.url, "start_urls": ["/market/browse/"], "structured": "schema.org",
+            "links": {"product": ".card a::attr(href)", "listing": "link[rel=next]::attr(href)"}}))
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        result = run_crawl(tmp_path, database, "-a", f"source={profile}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        hits = shop.hits()
+    assert hits["/robots.txt"] == 1, hits
+    assert hits.get("/market/release/reserved-copy", 0) == 0  # disallowed: never fetched
+    assert result.stats.get("recordhound/robots/forbidden") == 1, result.stats
+    assert_product_db_matches(database, truth)
+
+
+def test_a_product_in_a_listing_and_the_sitemap_is_fetched_once_and_again_only_when_its_lastmod_moves(
+        tmp_path: Path) -> None:
+    """The fingerprint is the URL's (Scrapy's): a product linked from the listing and named in the
+    sitemap is one request; the sitemap's lastmod lives in its recheck state, so re-reading the
+    sitemap fetches again exactly the products whose lastmod moved."""
+    seed, releases = 7, 120
+    moved, paths, after = _moved_by_epoch_one(seed, releases)
+    with ShopProcess(releases, seed=seed) as shop:
+        profile = _profile(tmp_path, shop, sitemap={"follow": ["/products/"]}, recrawl={"listing": "1s"})
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        _follow_through_epoch_one(tmp_path, shop, profile, database, paths, moved)
+        fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
+        hits = shop.hits()
+    assert hits.get("/shopify/collections/all", 0) >= 1 and hits["/shopify/sitemap_products_1.xml"] >= 3, hits
+    assert fetched == {path: 2 if path in moved else 1 for path in paths}
+    assert_product_db_matches(database, after)

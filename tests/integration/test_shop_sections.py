@@ -124,3 +124,33 @@ def test_a_profile_that_ignores_robots_txt_says_why_and_the_reason_is_logged(sho
     assert result.returncode == 0, result.stderr[-3000:]
     assert shop.hits().get(RESERVED, 0) == before + 1  # the page robots.txt disallows was fetched
     assert f"Not obeying robots.txt of {shop.url}" in result.stderr and reason in result.stderr
+
+
+def _variants(shop: ShopProcess) -> list[dict[str, Any]]:
+    """Every variant the Shopify-like store lists in its products.json, as a user reads them."""
+    found: list[dict[str, Any]] = []
+    for page in range(1, 100):
+        products = shop.get_json(f"/shopify/products.json?page={page}")["products"]
+        if not products:
+            return found
+        found += [variant for product in products for variant in product["variants"]]
+    raise AssertionError("products.json never ends")
+
+
+def test_shopify_offers_are_keyed_by_variant_id_even_when_skus_are_empty_or_repeated(
+        shop: ShopProcess, tmp_path: Path, database_url: str) -> None:
+    truth: dict[str, Any] = shop.truth()["sections"]["shopify"]
+    variants = _variants(shop)
+    skus = [v["sku"] for v in variants]
+    assert "" in skus or None in skus, "the store has a variant without a SKU"
+    assert any(skus.count(s) > 1 for s in skus if s), "the store has a SKU on more than one variant"
+    assert sorted(o["external_id"] for o in truth["offers"]) == sorted(str(v["id"]) for v in variants)
+    profile = tmp_path / "shopify.yaml"
+    profile.write_text(yaml.safe_dump({
+        "name": "shopify_variants", "base_url": shop.url.rstrip("/") + "/shopify/", "platform": "shopify",
+        "start_urls": ["/shopify/collections/all"], "structured": "schema.org",
+        "title_rules": ["artist_title_catno"], "price": {"default_currency": "EUR"}}))
+    result = run_crawl(tmp_path, database_url, "-a", f"source={profile}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_product_db_matches(database_url, truth)
+    assert result.stats.get("recordhound/errors", 0) == 0, result.stats

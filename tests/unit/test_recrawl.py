@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import pytest
 
-from recordhound.frontier.recrawl import Seen, changed, conditional_headers, load_state, next_state, parse_duration
+from recordhound.frontier.recrawl import LASTMODS, Seen, changed, conditional_headers, load_state, next_state, parse_duration
 from recordhound.sources.profile import RecrawlSpec
 
 FIXED = RecrawlSpec(MappingProxyType({"product": 3600.0, "listing": 600.0}))
@@ -52,3 +52,13 @@ def test_adaptive_interval_grows_while_unchanged_and_shrinks_on_change_within_bo
     floor = next_state(ADAPTIVE, "product", load_state(shrunk[1]), page(fp="newer"))
     assert floor is not None and floor[0] == 1800
     assert changed({}, page()) is None and changed({"fp": "a"}, page(304, None, None)) is False
+
+
+def test_what_a_callback_keeps_is_stored_and_carried_over_a_fetch_that_kept_nothing() -> None:
+    read = {"https://shop.example/products/a": "2026-12-01"}
+    state = load_state(next_state(FIXED, "listing", {}, page(), {LASTMODS: read})[1])  # type: ignore[index]
+    assert state[LASTMODS] == read
+    carried = load_state(next_state(FIXED, "listing", state, page(304, None, None))[1])  # type: ignore[index]
+    assert carried[LASTMODS] == read  # a 304: the sitemap was not read, its lastmods stand
+    moved = {"https://shop.example/products/a": "2026-12-02"}
+    assert load_state(next_state(FIXED, "listing", carried, page(), {LASTMODS: moved})[1])[LASTMODS] == moved  # type: ignore[index]

@@ -1,0 +1,51 @@
+"""A real HTTP server on 127.0.0.1, port 0, serving fixed bytes per path and counting requests.
+
+    with StaticServer({"/sitemap.xml": ("application/xml", body)}) as server:
+        server.url                 # http://127.0.0.1:PORT/
+        server.hits["/sitemap.xml"]
+
+A path it does not know answers 404. Threads only (one per connection).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+
+
+class StaticServer:
+    def __init__(self, pages: dict[str, tuple[str, bytes]]) -> None:
+        self.pages = pages
+        self.hits: Counter[str] = Counter()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                server.hits[self.path] += 1
+                content_type, body = server.pages.get(self.path, ("text/plain", b""))
+                self.send_response(200 if self.path in server.pages else 404)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+                return
+
+        return Handler
+
+    def __enter__(self) -> StaticServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(10)
