@@ -5,6 +5,8 @@ ends (``finished``, with ``health_error`` when the crawl failed its health check
 
 from __future__ import annotations
 
+import ast
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,3 +33,21 @@ def readable_errors(errors: dict[str, int]) -> str:
     total = sum(errors.values())
     parts = ", ".join(f"{count} × {kind}" for kind, count in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
     return f"{total} problem{'s' if total != 1 else ''}: {parts}"
+
+
+def readable_error(message: object) -> str:
+    """A source's ``error_message`` for people: one stored by older versions as
+    "7 problems: {'field_price': 1, ...}" (a dict's repr) is rewritten as :func:`readable_errors`."""
+    if not message:
+        return ""
+    text = str(message)
+    found = re.fullmatch(r"\d+ problems: (\{.*\})", text, re.S)
+    if found is None:
+        return text
+    try:
+        errors = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError):
+        return text
+    if not isinstance(errors, dict) or not all(isinstance(v, int) for v in errors.values()):
+        return text
+    return readable_errors({str(k): v for k, v in errors.items()})

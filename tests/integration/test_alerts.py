@@ -228,3 +228,38 @@ def test_a_crash_between_send_and_record_sends_again_with_the_same_key(
     assert len(receiver.accepted) == 2
     assert receiver.headers[0]["X-Recordhound-Dedupe-Key"] == receiver.headers[1]["X-Recordhound-Dedupe-Key"]
     assert [(d.status, d.attempts) for d in _deliveries(engine)] == [("sent", 2)]
+
+
+def test_the_admin_alerts_page_adds_lists_and_removes_rules(tmp_path: Path) -> None:
+    """The page's forms (with their CSRF token) do what `recordhound alerts add|remove` do; a
+    delivery's scraped title is shown as text."""
+    from tests.integration.admin_server import admin_server, logged_in, token
+    from tests.integration.review_env import review_env
+
+    with review_env("embedded", tmp_path) as env:
+        source = env.source()
+        _offer(env.engine, source, "20.00")
+        with admin_server(env, tmp_path) as base, Receiver() as receiver:
+            session, csrf = logged_in(base)
+            page = session.get(f"{base}/admin/alerts")
+            assert page.status_code == 200 and "No alert rules yet" in page.text
+            refused = session.post(f"{base}/admin/alerts/add", data={"kind": "price_drop", "notify": receiver.url})
+            assert refused.status_code == 403  # no CSRF token
+            bad = session.post(f"{base}/admin/alerts/add", data={
+                "csrf_token": token(page.text), "kind": "price_drop", "notify": receiver.url})
+            assert "needs --percent" in bad.text
+            added = session.post(f"{base}/admin/alerts/add", data={
+                "csrf_token": token(page.text), "kind": "price_drop", "value": "10", "source": "demo",
+                "notify": receiver.url})
+            assert "alert rule #1 added" in added.text and "price drop of 10" in added.text
+            _offer(env.engine, source, "15.00")
+            with env.engine.begin() as conn:  # a scraped title
+                conn.exec_driver_sql("UPDATE releases SET title = '<script>alert(1)</script>'")
+            run_alerts(env.engine, FAST)
+            shown = session.get(f"{base}/admin/alerts").text
+            assert "&lt;script&gt;alert(1)&lt;/script&gt;" in shown and "<script>alert(1)" not in shown
+            assert 'data-delivery="1"' in shown and "sent" in shown
+            removed = session.post(f"{base}/admin/alerts/remove", data={"csrf_token": token(shown), "rule_id": "1"})
+            assert "alert rule #1 removed" in removed.text and "No alert rules yet" in removed.text
+        assert len(receiver.accepted) == 1
+        assert csrf
