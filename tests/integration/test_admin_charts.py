@@ -89,6 +89,8 @@ def test_price_and_crawl_rate_charts_are_drawn(env: ReviewEnv, tmp_path: Path, p
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    missing: list[str] = []
+    page.on("response", lambda response: missing.append(response.url) if response.status >= 400 else None)
     with admin_server(env, tmp_path) as base:
         page.goto(f"{base}/admin/login")
         page.fill("input[name=username]", USER)
@@ -114,5 +116,7 @@ def test_price_and_crawl_rate_charts_are_drawn(env: ReviewEnv, tmp_path: Path, p
         rate.screenshot(path=str(rate_png))
         assert _painted(page, "#crawl-rate-chart canvas") > NON_EMPTY
     print(f"chart screenshots: {price_png} {rate_png}")
-    assert errors == []  # no CSP violation, no script error
+    assert [u for u in missing if not u.endswith("/favicon.ico")] == []  # every script, style and JSON served
+    # no CSP violation, no script error (Chromium's own favicon request is not the page's: not in `missing`)
+    assert [e for e in errors if not e.startswith("Failed to load resource")] == []
     assert price_png.stat().st_size > 5_000 and rate_png.stat().st_size > 5_000
