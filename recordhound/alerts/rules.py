@@ -126,4 +126,5 @@ def _private(url: str) -> str:
     servers = apprise.Apprise()
     if not servers.add(url):
         return url.split("://", 1)[0] + "://..." if "://" in url else "(not a URL)"
-    return str(servers[0].url(privacy=True))
+    private = str(servers[0].url(privacy=True))
+    return private if "?" in url else private.split("?", 1)[0]  # without the options Apprise adds
