@@ -49,8 +49,7 @@ def _plan_rule(engine: Engine, rule: Any, now: datetime) -> int:
         found = [p for row in conn.execute(_events(rule, top)).all() if (p := _match(rule, row)) is not None]
         moved = conn.execute(update(AlertRule).where(AlertRule.id == rule.id, AlertRule.after_id == rule.after_id)
                              .values(after_id=top))
-        if not moved.rowcount:  # another planner took this range
-            conn.rollback()
+        if not moved.rowcount:  # another planner took this range (nothing was written here)
             return 0
         _insert(conn, rule, found, now)
         return len(found)

@@ -263,3 +263,20 @@ def test_the_admin_alerts_page_adds_lists_and_removes_rules(tmp_path: Path) -> N
             assert "alert rule #1 removed" in removed.text and "No alert rules yet" in removed.text
         assert len(receiver.accepted) == 1
         assert csrf
+
+
+def test_a_real_crawl_that_fails_its_health_checks_alerts_once(engine: Engine, database_url: str,
+                                                                tmp_path: Path) -> None:
+    """The store pipeline records the crawl's last sample with the failed checks; the rule fires once."""
+    from tests.services import run_crawl
+
+    ensure_source(engine, "demo", "html", "http://127.0.0.1:9/")
+    with Receiver() as receiver:
+        add_rule(engine, RuleSpec(kind="crawl_failed", notify=receiver.url, source="demo"))
+        done = run_crawl(tmp_path, database_url, "-a", "source=demo", "-a", "base_url=http://127.0.0.1:9/",
+                         "-s", "RECORDHOUND_RETRY_MAX_ATTEMPTS=1")
+        assert done.returncode == 1, done.stderr[-2000:]  # nothing listens on port 9
+        run_alerts(engine, FAST)
+        run_alerts(engine, FAST)
+    assert len(receiver.accepted) == 1
+    assert "fetched no page" in receiver.accepted[0]["message"]
