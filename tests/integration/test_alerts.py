@@ -88,15 +88,15 @@ def engine(database_url: str) -> Iterator[Engine]:
 def _offer(engine: Engine, source: int, price: str, availability: str = "in_stock", sku: str = "sku-1") -> None:
     now = datetime.now(UTC)
     with engine.begin() as conn:
-        release = _release(conn)
+        release = _release(conn, source)
         write_offers(conn, source, [OfferRow(sku, "http://127.0.0.1/r/1", release, Decimal(price), "EUR",
                                              availability == "in_stock", availability, "LP", "new")],
                      now, HOUR, threshold_pct=1000.0)
 
 
-def _release(conn: Connection) -> int:
+def _release(conn: Connection, source: int) -> int:
     row = ReleaseRow("demo|r1", "Discovery", None, "CAT-1", 2001, (), frozenset())
-    return write_releases(conn, {row.natural_key: row})[0][row.natural_key]
+    return write_releases(conn, source, {row.natural_key: row})[0][row.natural_key]
 
 
 def _deliveries(engine: Engine) -> list[AlertDelivery]:
@@ -147,7 +147,7 @@ def test_a_held_price_alerts_only_once_approved(engine: Engine) -> None:
         add_rule(engine, RuleSpec(kind="price_drop", notify=receiver.url, percent=Decimal(5)))
         now = datetime.now(UTC)
         with engine.begin() as conn:  # a 50 % drop over the review threshold: held, no history row
-            release = _release(conn)
+            release = _release(conn, source)
             counts = write_offers(conn, source, [OfferRow("sku-1", "http://127.0.0.1/r/1", release, Decimal("20.00"),
                                                           "EUR", True, "in_stock", "LP", "new")], now, HOUR, 5.0)
         assert len(counts.held) == 1
