@@ -650,6 +650,15 @@ def _register_jobs() -> None:
 _register_jobs()
 
 
+def _register_alerts() -> None:
+    from recordhound.alerts.cli import register
+
+    register(main)
+
+
+_register_alerts()
+
+
 def run() -> None:
     """An error a user can fix is one ``error:`` line: exit 1 for a profile, 2 for the rest."""
     from recordhound.exceptions import ProfileError

@@ -32,3 +32,8 @@ class CutOffError(FieldError):
 
 class StoreError(RecordhoundError):
     """The product database could not take a batch of items."""
+
+
+class AlertError(RecordhoundError):
+    """An alert rule is invalid (unknown source, missing threshold, a notification URL Apprise
+    cannot use), or names a rule that does not exist."""

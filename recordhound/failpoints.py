@@ -35,6 +35,7 @@ POINTS = {
     "store.after_touch": "304 pages moved their offers' last_seen; the pages not acked yet",
     "store.after_review": "the review queue was told about a batch, its items not yet settled (acked)",
     "apply.after_write": "the apply worker wrote a decision to the product DB and has not acked it",
+    "alerts.after_send": "an alert reached its receiver and is not yet recorded as sent",
     "import.after_commit": "a file import committed a batch, last_parsed_line not yet moved",
 }
 

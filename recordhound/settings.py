@@ -194,6 +194,20 @@ RECORDHOUND_JOB_SCRAPYD_TARGET = ""
 RECORDHOUND_UPLOADS_DIR = ".recordhound/uploads"  # files uploaded in the admin for import jobs
 RECORDHOUND_DRAFTS_DIR = ".recordhound/drafts"  # profiles the admin drafts for a shop URL, with their previews
 
+# --- Alerts (`recordhound alerts send`) -------------------------------------------
+# Attempts per alert before it is recorded as failed (count).
+RECORDHOUND_ALERTS_MAX_ATTEMPTS = 8
+# Wait before the second attempt; doubled for each later one (seconds).
+RECORDHOUND_ALERTS_RETRY_BASE_SECONDS = 2.0
+# The longest wait between two attempts (seconds).
+RECORDHOUND_ALERTS_RETRY_CAP_SECONDS = 3600.0
+# `alerts send` waits for a retry due within this long before it exits (seconds; later ones: next run).
+RECORDHOUND_ALERTS_WAIT_SECONDS = 60.0
+# An alert left "sending" this long (its sender died) is sent again, with the same dedupe key (seconds).
+RECORDHOUND_ALERTS_CLAIM_SECONDS = 300.0
+# Timeout of one delivery's connection and read (seconds).
+RECORDHOUND_ALERTS_TIMEOUT_SECONDS = 10.0
+
 # --- Cassettes (offline spider tests) ---------------------------------------------
 # A betamax-format cassette of the crawl's responses (empty: off).
 RECORDHOUND_CASSETTE = ""

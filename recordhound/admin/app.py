@@ -26,21 +26,26 @@ from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from recordhound.admin.auth import AdminAuth
+from recordhound.admin.alerts import Alerts
 from recordhound.admin.catalog import CATALOG_VIEWS
+from recordhound.admin.charts import ChartData
 from recordhound.admin.csrf import csrf_token
 from recordhound.admin.review import REVIEW_VIEWS, AdminContext, context, crawl_status
 from recordhound.admin.security import SecurityHeaders
 from recordhound.admin.source_jobs import SourceJobs
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig
 from recordhound.db.migrate import open_database
+from recordhound.db.samples import readable_error
 from recordhound.metrics import registry
 from recordhound.review.factory import open_queue
 
 logger = logging.getLogger(__name__)
 TEMPLATES = str(Path(__file__).parent / "templates")
+STATIC = str(Path(__file__).parent / "static")  # charts.js and vendor/ (uPlot): served by the admin, no CDN
 
 
 def secret_key(configured: str, path: str) -> str:
@@ -110,7 +115,8 @@ def build_app(settings: BaseSettings) -> Starlette:
                                   name="recordhound-js"),
                             Route("/review-keys.js", lambda request: Response(keys, media_type="text/javascript"),
                                   name="review-keys-js"),
-                            Route("/metrics", serve_metrics, name="metrics")],
+                            Route("/metrics", serve_metrics, name="metrics"),
+                            Mount("/static", StaticFiles(directory=STATIC), name="recordhound-static")],
                     middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
                     lifespan=lambda _: _apply_worker(settings))
     key = secret_key(str(settings.get("RECORDHOUND_ADMIN_SECRET_KEY") or ""),
@@ -123,11 +129,12 @@ def build_app(settings: BaseSettings) -> Starlette:
         admin.add_view(view)
     admin.add_base_view(SourceJobs)
     SourceJobs.identity = "source-jobs"  # as for the review views: sqladmin leaves the last route's here
-    for base_view in REVIEW_VIEWS:
+    for base_view in (*REVIEW_VIEWS, Alerts, ChartData):
         menu_identity = base_view.identity
         admin.add_base_view(base_view)
         base_view.identity = menu_identity  # sqladmin leaves the last exposed route's identity here
     admin.templates.env.globals["csrf_token"] = csrf_token
+    admin.templates.env.filters["readable_error"] = readable_error
     admin.templates.env.filters["timestamp"] = _timestamp
     admin.admin.state.recordhound = state
     admin.admin.state.recordhound_settings = settings  # the source-jobs views start processes with them

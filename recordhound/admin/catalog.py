@@ -10,6 +10,7 @@ import json
 from typing import Any, ClassVar
 
 from sqladmin import ModelView
+from starlette.requests import Request
 
 from recordhound.db.models import Artist, Label, Offer, OfferHistory, Release, Source, Style
 
@@ -24,7 +25,23 @@ class ReadOnly(ModelView):
     category: ClassVar[str] = "Catalog"
 
 
-class ReleaseAdmin(ReadOnly, model=Release):
+class WithChart(ReadOnly):
+    """A detail page with a chart under the fields (templates/recordhound/details_chart.html)."""
+
+    details_template: ClassVar[str] = "recordhound/details_chart.html"
+    chart_id: ClassVar[str] = ""
+    chart_title: ClassVar[str] = ""
+    chart_empty: ClassVar[str] = "No data yet."
+
+    def chart_for(self, request: Request, model: Any) -> dict[str, str]:
+        return {"id": self.chart_id, "title": self.chart_title,
+                "src": self.chart_src(request, model), "empty": self.chart_empty}
+
+    def chart_src(self, request: Request, model: Any) -> str:
+        raise NotImplementedError
+
+
+class ReleaseAdmin(WithChart, model=Release):
     name, name_plural, icon = "Release", "Releases", "fa-solid fa-compact-disc"
     column_list = [Release.id, Release.title, Release.artists, Release.label, Release.catalog_number, Release.year]
     column_searchable_list = [Release.title, Release.catalog_number, Release.barcode]
@@ -33,6 +50,10 @@ class ReleaseAdmin(ReadOnly, model=Release):
     column_details_list = [Release.id, Release.title, Release.artists, Release.label, Release.catalog_number,
                            Release.barcode, Release.year, Release.country, Release.styles, Release.offers,
                            Release.natural_key]
+    chart_id, chart_title = "price-chart", "Prices of every offer (all shops, all formats)"
+
+    def chart_src(self, request: Request, model: Any) -> str:
+        return str(request.url_for("admin:view-chart-release", release_id=model.id))
 
 
 def _entity_admin(entity: Any, singular: str, plural: str, entity_icon: str) -> type[ModelView]:
@@ -53,7 +74,7 @@ LabelAdmin = _entity_admin(Label, "Label", "Labels", "fa-solid fa-tag")
 StyleAdmin = _entity_admin(Style, "Style", "Styles", "fa-solid fa-music")
 
 
-class OfferAdmin(ReadOnly, model=Offer):
+class OfferAdmin(WithChart, model=Offer):
     name, name_plural, icon = "Offer", "Offers", "fa-solid fa-euro-sign"
     column_list = [Offer.id, Offer.external_id, Offer.release, Offer.source, Offer.format, Offer.condition,
                    Offer.price, Offer.currency, Offer.availability, Offer.last_seen]
@@ -64,6 +85,10 @@ class OfferAdmin(ReadOnly, model=Offer):
                            Offer.condition, Offer.media_grade, Offer.sleeve_grade, Offer.barcode, Offer.price,
                            Offer.currency, Offer.availability, Offer.in_stock, Offer.first_seen, Offer.last_seen,
                            Offer.history]
+    chart_id, chart_title = "price-chart", "Price history"
+
+    def chart_src(self, request: Request, model: Any) -> str:
+        return str(request.url_for("admin:view-chart-offer", offer_id=model.id))
 
 
 class OfferHistoryAdmin(ReadOnly, model=OfferHistory):
@@ -86,7 +111,7 @@ def _meta_detail(source: Source, _attr: Any) -> str:
     return json.dumps(source.meta or {}, indent=1, ensure_ascii=False, default=str)
 
 
-class SourceAdmin(ReadOnly, model=Source):
+class SourceAdmin(WithChart, model=Source):
     name, name_plural, icon = "Source", "Sources", "fa-solid fa-store"
     column_list = [Source.id, Source.name, Source.kind, Source.location, Source.meta]
     column_labels = {Source.meta: "status / progress"}
@@ -95,6 +120,11 @@ class SourceAdmin(ReadOnly, model=Source):
     column_formatters = {Source.meta: _meta_summary}
     column_details_list = [Source.id, Source.name, Source.kind, Source.location, Source.meta]
     column_formatters_detail = {Source.meta: _meta_detail}
+    chart_id, chart_title = "crawl-rate-chart", "Crawl rate"
+    chart_empty = "No crawl of this source has stored anything yet."
+
+    def chart_src(self, request: Request, model: Any) -> str:
+        return f"{request.url_for('admin:view-chart-crawl-rate')}?source={int(model.id)}"
 
 
 CATALOG_VIEWS = (ReleaseAdmin, ArtistAdmin, LabelAdmin, StyleAdmin, OfferAdmin, OfferHistoryAdmin, SourceAdmin)

@@ -183,6 +183,76 @@ class OfferHistory(Base):
         return f"{self.changed_at:%Y-%m-%d %H:%M}: {self.old_price} → {self.new_price} {self.new_currency or ''}"
 
 
+class StockChange(Base):
+    """One availability transition of an offer (sold_out → in_stock is "back in stock")."""
+
+    __tablename__ = "stock_changes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    offer_id: Mapped[int] = mapped_column(ForeignKey("offers.id"), index=True)
+    old_availability: Mapped[str | None] = mapped_column(String(20))
+    new_availability: Mapped[str | None] = mapped_column(String(20))
+    changed_at: Mapped[datetime]
+
+
+class CrawlSample(Base):
+    """A crawl's running totals at one moment (the store pipeline writes one every progress
+    interval and one when the crawl ends); ``health_error`` is set on the last sample of a
+    crawl that failed its health checks. The admin's crawl-rate chart is drawn from these."""
+
+    __tablename__ = "crawl_samples"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id"), index=True)
+    at: Mapped[datetime]
+    pages: Mapped[int] = mapped_column(Integer, default=0)
+    items: Mapped[int] = mapped_column(Integer, default=0)
+    stored: Mapped[int] = mapped_column(Integer, default=0)
+    finished: Mapped[bool] = mapped_column(default=False)
+    health_error: Mapped[str | None] = mapped_column(Text)
+
+
+class AlertRule(Base):
+    """Tell ``notify`` (an Apprise URL) about changes of one kind within a scope (source, release
+    or offer; none: everything). Only changes after ``after_id`` (of the kind's event table)
+    are looked at; the planner moves it forward. A removed rule is kept for its deliveries."""
+
+    __tablename__ = "alert_rules"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))  # price_below | price_drop | back_in_stock | crawl_failed
+    source_id: Mapped[int | None] = mapped_column(ForeignKey("sources.id"))
+    release_id: Mapped[int | None] = mapped_column(ForeignKey("releases.id"))
+    offer_id: Mapped[int | None] = mapped_column(ForeignKey("offers.id"))
+    threshold: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))  # a price, or a percent
+    currency: Mapped[str | None] = mapped_column(String(3))
+    notify: Mapped[str] = mapped_column(Text)
+    after_id: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime]
+    removed_at: Mapped[datetime | None]
+
+
+class AlertDelivery(Base):
+    """One alert for one change under one rule (unique: it is planned once), with its outcome."""
+
+    __tablename__ = "alert_deliveries"
+    __table_args__ = (UniqueConstraint("rule_id", "event_kind", "event_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    rule_id: Mapped[int] = mapped_column(ForeignKey("alert_rules.id"), index=True)
+    event_kind: Mapped[str] = mapped_column(String(20))  # price | stock | crawl
+    event_id: Mapped[int] = mapped_column(Integer)
+    dedupe_key: Mapped[str] = mapped_column(String(100), unique=True)
+    title: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(10), index=True)  # pending | sending | sent | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    sent_at: Mapped[datetime | None]
+
+
 class AdminUser(Base):
     """A login of the web admin (``recordhound admin create-user``); never a scraped value."""
 

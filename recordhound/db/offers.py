@@ -1,4 +1,5 @@
-"""Write offers: insert new, update changed (one offer_history row per price change).
+"""Write offers: insert new, update changed (one offer_history row per price change, one
+stock_changes row per availability transition).
 
 An offer is one format in one condition at one shop (``(source, external id)``, the shop's own id
 for that variant): a page that sells an LP and a CD has two, each with its own price, stock,
@@ -14,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select, update
 
 from recordhound.db.ids import insert_with_ids
-from recordhound.db.models import Offer, OfferHistory
+from recordhound.db.models import Offer, OfferHistory, StockChange
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def write_offers(
     ``OfferCounts.held`` (the offer's other fields are written)."""
     stored = _load(conn, source_id, [row.external_id for row in wanted])
     counts = OfferCounts()
-    inserts, updates, history = [], [], []
+    inserts, updates, history, stock = [], [], [], []
     for row in wanted:
         if row.external_id not in stored:
             inserts.append({**row.__dict__, "source_id": source_id, "first_seen": now, "last_seen": now})
@@ -99,10 +100,15 @@ def write_offers(
             updates.append({"oid": offer_id, **row.__dict__, "last_seen": now})
         if row.price_differs(old):
             history.append(_history(offer_id, (old.price, old.currency), (row.price, row.currency), now))
+        if row.availability != old.availability:
+            stock.append({"offer_id": offer_id, "old_availability": old.availability,
+                          "new_availability": row.availability, "changed_at": now})
         counts.changed += changed
         counts.unchanged += not changed
     counts.price_changes = len(history)
     _execute(conn, inserts, updates, history)
+    if stock:
+        insert_with_ids(conn, StockChange, stock)
     return counts
 
 

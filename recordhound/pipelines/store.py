@@ -25,6 +25,7 @@ from recordhound.catalog import worker
 from recordhound.catalog.errors import is_transient
 from recordhound.catalog.writer import BatchResult
 from recordhound.db.sources import ensure_source, now_iso, update_source_meta
+from recordhound.db.samples import readable_errors, record_sample
 from recordhound.db.offers import touch_offers
 from recordhound.items import Release, Unchanged
 from recordhound.pause import pauses
@@ -70,6 +71,7 @@ class StorePipeline:
             ensure_source, self.engine, profile.name, profile.kind, profile.base_url)
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
             "status": "in_progress", "started_at": now_iso(), "error_message": None})
+        await asyncio.to_thread(record_sample, self.engine, self.source_id, {})
         self.trusted = profile.trusted or self.review.trust_new_entities
         self.executor = self._executor()
         pause = pauses(self.crawler)
@@ -165,6 +167,8 @@ class StorePipeline:
         task = asyncio.ensure_future(asyncio.to_thread(
             update_source_meta, self.engine, self.source_id, {"progress": progress}))
         task.add_done_callback(_log_failure)
+        sample = asyncio.ensure_future(asyncio.to_thread(record_sample, self.engine, self.source_id, progress))
+        sample.add_done_callback(_log_failure)
 
     def _progress(self, items_per_minute: float | None) -> dict[str, Any]:
         pages = self.crawler.stats.get_value("response_received_count", 0) if self.crawler.stats else 0
@@ -183,12 +187,14 @@ class StorePipeline:
         unhealthy = stats.get(HEALTH_STAT)  # Spidermon's checks ran first (an extension's handler)
         status = "failed" if unhealthy else "completed" if reason == "finished" else "interrupted"
         message = f"crawl health: {unhealthy}" if unhealthy else None
+        progress = self._progress(None)
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
             "status": status, "parsed_at": now_iso(), "finish_reason": reason,
-            "error_message": message or (None if not errors else f"{sum(errors.values())} problems: {errors}"),
+            "error_message": message or (readable_errors(errors) if errors else None),
             "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
-            "progress": self._progress(None),
+            "progress": progress,
         })
+        await asyncio.to_thread(record_sample, self.engine, self.source_id, progress, True, unhealthy or None)
         self.engine.dispose()
 
 

@@ -30,10 +30,13 @@ class ProductDb:
         return {t: self.scalar(f"SELECT max(id) FROM {t}") for t in ID_TABLES}
 
     def sequences(self) -> dict[str, int | None]:
-        """PostgreSQL's sequence positions (burnt values show here even when rows don't)."""
+        """PostgreSQL's sequence positions of the product tables (burnt values show here even when
+        rows don't); a crawl adds to crawl_samples by design, so a re-crawl moves its sequence."""
         if self.engine.dialect.name != "postgresql":
             return {}
-        return {name: value for name, value in self.rows("SELECT sequencename, last_value FROM pg_sequences")}
+        product = {f"{table}_id_seq" for table in ID_TABLES}  # not the logs (crawl_samples, alert_deliveries)
+        return {name: value for name, value in self.rows("SELECT sequencename, last_value FROM pg_sequences")
+                if name in product}
 
     def snapshot(self) -> dict[str, Any]:
         return {"counts": self.counts(), "max_ids": self.max_ids(), "sequences": self.sequences()}
