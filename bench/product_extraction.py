@@ -14,6 +14,7 @@ the other systems. Its published table has the ± of 1,000 bootstrap samples; he
 ``--split even`` / ``--split odd`` scores half of the pages: the 2nd, 4th, 6th… (even) or the 1st,
 3rd, 5th… (odd) page in the order of ``ground-truth.json``. Rules were developed looking at the
 even half only; the odd half is held out, so its figures say how well they carry to unseen shops.
+``--no-visible-text`` reads the markup only (the figures before the visible-text rules).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import gzip
 import json
 import sys
 import time
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -48,13 +50,14 @@ PUBLISHED = {  # attribute → system → (F1, precision, recall), from the data
 ATTRIBUTES = ("price", "sku", "availability")
 
 
-def predict(url: str, html: bytes) -> dict[str, str | None]:
+def predict(url: str, html: bytes, visible_text: bool = True) -> dict[str, str | None]:
     """What the zero-selector path reads from one page: the price, the shop's id, the stock.
 
     The fields are read as a crawl reads them, each normalised on its own (a general product page
     has no artists, so the release as a whole would not be stored: that is not what is measured)."""
     profile = build_profile("(bench)", {"name": "bench", "base_url": url, "start_urls": ["/"],
                                         "links": {"product": "a::attr(href)"}, "structured": "schema.org"})
+    profile = replace(profile, visible_text=visible_text)
     raw = extract_release(HtmlResponse(url, body=html), profile)
     first = raw.offers[0] if raw.offers else None
     text, machine = (first.price, first.machine_price) if first and first.price else (raw.price, "price" in raw.structured)
@@ -107,7 +110,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dataset", type=Path, help="the dataset folder (ground-truth.json, html/)")
     parser.add_argument("--json-ld-and-microdata-only", action="store_true",
-                        help="without the Open Graph / meta tag / loose itemprop fallbacks (the baseline)")
+                        help="without the Open Graph / meta tag / loose itemprop / visible-text fallbacks (the baseline)")
+    parser.add_argument("--no-visible-text", action="store_true",
+                        help="markup only: without the visible-text rules (the figures before them)")
     parser.add_argument("--split", choices=("even", "odd"),
                         help="score only the pages at even (2nd, 4th, …) or odd (1st, 3rd, …) positions")
     args = parser.parse_args()
@@ -119,7 +124,7 @@ def main() -> None:
     started = time.monotonic()
     for page_id, expected in sorted(truth.items()):
         html = gzip.decompress((args.dataset / "html" / f"{page_id}.html.gz").read_bytes())
-        predicted = predict(expected["url"], html)
+        predicted = predict(expected["url"], html, not (args.no_visible_text or args.json_ld_and_microdata_only))
         for attribute in ATTRIBUTES:
             values = set(expected.get(attribute, []))
             support[attribute] += bool(values)
@@ -129,7 +134,8 @@ def main() -> None:
     rows = [("attribute", "system", "F1", "precision", "recall", "support")]
     for attribute in ATTRIBUTES:
         f1, p, r = scores((totals[attribute][0], totals[attribute][1], totals[attribute][2]))
-        name = "recordhound, JSON-LD + microdata only" if args.json_ld_and_microdata_only else "recordhound (zero selectors)"
+        name = ("recordhound, JSON-LD + microdata only" if args.json_ld_and_microdata_only else
+                "recordhound, markup only" if args.no_visible_text else "recordhound (zero selectors)")
         rows.append((attribute, name, f"{f1:.3f}", f"{p:.3f}", f"{r:.3f}",
                      str(support[attribute])))
         for system, (pf1, pp, pr) in PUBLISHED[attribute].items():

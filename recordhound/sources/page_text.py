@@ -3,8 +3,9 @@ that belong to other things (header, footer, navigation, related products, carou
 prices).
 
 The visible-text rules (:mod:`recordhound.sources.text_fields`) look for a price, the shop's id and
-the stock near the main product only: the first ``h1`` whose words are in the page's title (else
-the first ``h1``), searched outward from it in document order, outside :func:`elsewhere` regions.
+the stock near the main product only: the longest ``h1`` the page's title holds (else the first
+``h1``), searched outward from it in document order, outside the regions
+:meth:`ProductPage.elsewhere` names.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ HIDDEN_TAGS = frozenset({"script", "style", "noscript", "template", "head", "sel
 ELSEWHERE_TAGS = frozenset({"header", "footer", "nav", "aside", "del", "s", "strike", "dialog"})
 # class / id words of regions that hold other products, menus or the site's chrome.
 ELSEWHERE_WORDS = ("header", "footer", "navbar", "navigation", "menu", "breadcrumb", "related", "recommend",
-                   "similar", "carousel", "swiper", "slick", "upsell", "crosssell", "cross-sell", "also",
-                   "recently", "viewed", "minicart", "mini-cart", "cookie", "newsletter", "sidebar")
+                   "similar", "carousel", "swiper", "slick", "upsell", "crosssell", "cross", "also",
+                   "recently", "viewed", "minicart", "cookie", "newsletter", "sidebar")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -45,14 +46,6 @@ def naming(element: HtmlElement) -> str:
 def _named_elsewhere(element: HtmlElement) -> bool:
     ids = " ".join(words((element.get("class") or "") + " " + (element.get("id") or "")))
     return any(f" {w}" in f" {ids}" for w in ELSEWHERE_WORDS)
-
-
-def elsewhere(element: HtmlElement, anchor: HtmlElement | None = None) -> bool:
-    """The element, or one around it, is hidden or belongs to something other than the product.
-
-    A region that holds the main heading (``anchor``) is the product's own, whatever its name
-    ("product-header", a ``<header>`` around the ``h1``)."""
-    return ProductPage.of(element, anchor).elsewhere(element)
 
 
 def visible_text(element: HtmlElement) -> str:
@@ -87,7 +80,8 @@ def main_heading(page: Selector) -> HtmlElement | None:
     titled = [(len(text), -i, h) for i, (h, text) in enumerate(headings) if text in title]
     if titled:
         return max(titled)[2]
-    own = [h for h, _ in headings if not elsewhere(h)]
+    page_wide = ProductPage(page.root, None)
+    own = [h for h, _ in headings if not page_wide.elsewhere(h)]
     return (own or [h for h, _ in headings] or [None])[0]
 
 
@@ -96,7 +90,9 @@ def _tags(element: HtmlElement) -> list[str]:
 
 
 class ProductPage:
-    """A page's elements around its main heading, with what is elsewhere worked out once."""
+    """A page's elements around its main heading (``anchor``), and which are elsewhere: hidden,
+    or inside the site's chrome or another product's block. A region that holds the anchor is the
+    product's own, whatever its name ("product-header", a ``<header>`` around the ``h1``)."""
 
     def __init__(self, root: HtmlElement, anchor: HtmlElement | None) -> None:
         self.anchor = anchor
@@ -104,12 +100,9 @@ class ProductPage:
         self._elsewhere: dict[HtmlElement, bool] = {}
         self._root = root
 
-    @classmethod
-    def of(cls, element: HtmlElement, anchor: HtmlElement | None) -> ProductPage:
-        return cls(element.getroottree().getroot(), anchor)
-
     def elsewhere(self, element: HtmlElement) -> bool:
-        """See :func:`elsewhere`; each element's answer is kept (children ask their parents)."""
+        """The element, or one around it, is hidden or belongs to something other than the
+        product; each element's answer is kept (children ask their parents)."""
         path: list[HtmlElement] = []
         node: HtmlElement | None = element
         while node is not None and node not in self._elsewhere:
