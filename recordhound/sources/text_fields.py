@@ -146,7 +146,6 @@ def text_id(page: Selector, product: ProductPage) -> str | None:
         value = clean(page.css(f"meta[itemprop={prop}]::attr(content)").get())
         if value:
             return value
-    waiting = False  # a label element seen; its value is the next element's text (<dt>SKU</dt><dd>…)
     for element in product.around(SCAN_LIMIT):
         if product.elsewhere(element):
             continue
@@ -156,16 +155,18 @@ def text_id(page: Selector, product: ProductPage) -> str | None:
         if _parent(element):
             continue  # a label and its value are each an element's own text
         text = visible_text(element)
-        if waiting and text:
-            if _ID.fullmatch(text) and any(ch.isdigit() for ch in text):
-                return text
-            waiting = False
         match = _ID_LABEL.match(text) if len(text) < MAX_LABEL_CHARS else None
         if match:
-            value = match.group("id")
-            if value and any(ch.isdigit() for ch in value):
+            value = match.group("id") or _next_text(element)  # <dt>SKU</dt><dd>REC-42</dd>
+            if value and _ID.fullmatch(value) and any(ch.isdigit() for ch in value):
                 return value
-            waiting = value is None
+    return None
+
+
+def _next_text(element: HtmlElement) -> str | None:
+    """The text of the first element after this one in the page that holds text and no element."""
+    for follower in element.xpath("following::*[not(*)][normalize-space()][1]"):
+        return visible_text(follower)
     return None
 
 
