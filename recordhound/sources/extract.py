@@ -11,6 +11,7 @@ from recordhound.items import RawOffer, RawRelease
 from recordhound.sources.profile import MANY_FIELDS, STRUCTURED_KINDS, FieldSpec, OffersSpec, Profile, SelectorSpec
 from recordhound.sources.schema_offers import offers_of
 from recordhound.sources.structured import StructuredData
+from recordhound.sources.text_fields import fill_from_text
 from recordhound.text import clean
 
 
@@ -69,6 +70,8 @@ def extract_release(response: TextResponse, profile: Profile, data: StructuredDa
         if found.structured:
             raw.structured.append(name)
     raw.offers = extract_offers(response, profile, data)
+    if profile.visible_text:  # markup first; the page's text only for what it left empty
+        fill_from_text(response.selector, raw, profile.price.default_currency)
     return raw
 
 

@@ -170,6 +170,7 @@ class Profile:
     sitemap: SitemapSpec | None = None
     robots: RobotsSpec = RobotsSpec()
     platform: str | None = None  # "shopify": from /products.json; "woocommerce": from the Store API
+    visible_text: bool = False  # schema.org with no field named: price, id, stock also from the page's text
 
     @property
     def structured_kinds(self) -> frozenset[str]:

@@ -82,6 +82,7 @@ def build_profile(path: str, document: Any) -> Profile:
         sitemap=schema_shops.sitemap(root.child("sitemap")),
         robots=schema_shops.robots(root.child("robots")),
         platform=platform,
+        visible_text=structured is not None and not root.child("fields").value,
     )
 
 
