@@ -181,8 +181,11 @@ class FrontierConfig:
 def redis_url(settings: BaseSettings) -> str:
     """The shared Redis: the setting, then $REDIS_URL; empty means embedded."""
     url = str(settings.get("RECORDHOUND_REDIS_URL") or os.environ.get("REDIS_URL") or "")
-    if url and not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ConfigError(f"REDIS_URL / RECORDHOUND_REDIS_URL must look like redis://host:6379/0, got {url!r}")
+    from recordhound.redis_client import SCHEMES
+
+    if url and not url.startswith(SCHEMES):
+        raise ConfigError(f"REDIS_URL / RECORDHOUND_REDIS_URL must look like redis://host:6379/0 (one server) or "
+                          f"redis+cluster://host:7000 (any node of a Redis Cluster), got {url!r}")
     return url
 
 

@@ -147,7 +147,7 @@ def _slots(setup: CrawlSetup, shop_url: str) -> list[str]:
     host = shop_url.split("/")[2]
     client = redis.Redis.from_url(setup.redis_url)
     try:
-        return [m.decode() for m in client.zrange(f"{setup.prefix}:hosts:{host}:slots", 0, -1)]
+        return [m.decode() for m in client.zrange(f"{setup.prefix}:hosts:{{{host}}}:slots", 0, -1)]
     finally:
         client.close()
 
