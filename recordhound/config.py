@@ -97,6 +97,7 @@ class StoreConfig:
     errors_kept: int
     writer: str  # "process" or "thread"
     retry_max_seconds: float
+    analyze_rows: int = 100_000  # 0: never ANALYZE (autovacuum's job)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
@@ -117,6 +118,7 @@ class StoreConfig:
             errors_kept=positive_int(settings, "RECORDHOUND_SOURCE_ERRORS_KEPT"),
             writer=_choice(settings, "RECORDHOUND_STORE_WRITER", ("process", "thread")),
             retry_max_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
+            analyze_rows=non_negative_int(settings, "RECORDHOUND_STORE_ANALYZE_ROWS"),
         )
 
 
