@@ -92,16 +92,16 @@ def fill(backend: Any, count: int, base: str, batch: int = 10000) -> None:
 def redis_bytes_per_seen(count: int) -> tuple[float, float]:
     client = redis.Redis.from_url(REDIS_URL)
     prefix = f"rhbench-{uuid.uuid4().hex[:8]}"
-    ours = RedisFrontier(REDIS_URL, f"{prefix}:seen")
+    ours = RedisFrontier(REDIS_URL, crawl_prefix(prefix, "seen"))
     ours.open()
     try:
         for start in range(0, count, 20000):
             entries = [Entry(hashlib.sha1(b"u%d" % i).digest()[:8], 0, "")
                        for i in range(start, min(count, start + 20000))]
             ours.commit(entries, [], [])
-            client.delete(f"{prefix}:seen:queue", f"{prefix}:seen:payloads")  # keep only the seen-set
+            client.delete(f"{ours.prefix}:queue", f"{ours.prefix}:payloads")  # keep only the seen-set
         pipe = client.pipeline(transaction=False)
-        keys = list(client.scan_iter(match=f"{prefix}:seen:seen:*", count=5000))
+        keys = list(client.scan_iter(match=f"{ours.prefix}:seen:*", count=5000))
         for key in keys:
             pipe.memory_usage(key, samples=0)
         ours_bytes = sum(pipe.execute())
@@ -161,7 +161,7 @@ def scale(shop: ShopProcess, work: Path, seen: int) -> list[tuple[str, str]]:
            "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
     for size in (1000, seen):
         prefix = f"rhbench-{uuid.uuid4().hex[:8]}"
-        backend = RedisFrontier(REDIS_URL, f"{prefix}:demo")
+        backend = RedisFrontier(REDIS_URL, crawl_prefix(prefix, "demo"))
         backend.open()
         fill(backend, size, shop.url)
         backend.commit([], [], [], seeded=True)

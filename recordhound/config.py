@@ -97,6 +97,7 @@ class StoreConfig:
     errors_kept: int
     writer: str  # "process" or "thread"
     retry_max_seconds: float
+    analyze_rows: int = 100_000  # 0: never ANALYZE (autovacuum's job)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
@@ -117,6 +118,7 @@ class StoreConfig:
             errors_kept=positive_int(settings, "RECORDHOUND_SOURCE_ERRORS_KEPT"),
             writer=_choice(settings, "RECORDHOUND_STORE_WRITER", ("process", "thread")),
             retry_max_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
+            analyze_rows=non_negative_int(settings, "RECORDHOUND_STORE_ANALYZE_ROWS"),
         )
 
 
@@ -181,8 +183,11 @@ class FrontierConfig:
 def redis_url(settings: BaseSettings) -> str:
     """The shared Redis: the setting, then $REDIS_URL; empty means embedded."""
     url = str(settings.get("RECORDHOUND_REDIS_URL") or os.environ.get("REDIS_URL") or "")
-    if url and not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ConfigError(f"REDIS_URL / RECORDHOUND_REDIS_URL must look like redis://host:6379/0, got {url!r}")
+    from recordhound.redis_client import SCHEMES
+
+    if url and not url.startswith(SCHEMES):
+        raise ConfigError(f"REDIS_URL / RECORDHOUND_REDIS_URL must look like redis://host:6379/0 (one server) or "
+                          f"redis+cluster://host:7000 (any node of a Redis Cluster), got {url!r}")
     return url
 
 

@@ -104,11 +104,10 @@ class RecordhoundCollector(Collector):
         rate = GaugeMetricFamily("recordhound_host_rate", "A host's current (adaptive) requests per second",
                                  labels=["host"])
         if self.frontier.redis_url:
-            import redis
-
             from recordhound.frontier.politeness_redis import RedisLimiter
+            from recordhound.redis_client import connect
 
-            limiter = RedisLimiter(redis.Redis.from_url(self.frontier.redis_url, socket_timeout=5),
+            limiter = RedisLimiter(connect(self.frontier.redis_url, socket_timeout=5),
                                    self.frontier.redis_prefix, slot_ttl=0)
             try:
                 for host, (slots, current) in limiter.hosts().items():

@@ -35,7 +35,9 @@ def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
 def _ping_redis(url: str) -> None:
     import redis
 
-    client = redis.Redis.from_url(url, socket_timeout=CONNECT_TIMEOUT_SECONDS,
+    from recordhound.redis_client import connect
+
+    client = connect(url, socket_timeout=CONNECT_TIMEOUT_SECONDS,
                                   socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
     try:
         client.ping()

@@ -135,6 +135,9 @@ RECORDHOUND_DB_AUTO_UPGRADE = True
 RECORDHOUND_STORE_ENABLED = True
 # Items written per transaction (count).
 RECORDHOUND_STORE_BATCH_SIZE = 200
+# PostgreSQL: after each batch, ANALYZE the product tables changed by 50 rows + a tenth of their size since
+# their last analyze (autovacuum's rule), or by this many rows if fewer; 0: leave it to autovacuum (rows).
+RECORDHOUND_STORE_ANALYZE_ROWS = 100_000
 # A partial batch is written after waiting this long (seconds).
 RECORDHOUND_STORE_FLUSH_SECONDS = 0.5
 # Where the product-database writer runs: "process" (a child process, off the crawler's GIL;

@@ -15,7 +15,8 @@ from recordhound.catalog import errors, validate
 from recordhound.db import entities
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
-from recordhound.db.models import Source
+from recordhound.db.models import Base, Source
+from recordhound.db.statistics import Statistics
 from recordhound.db.offers import HeldPrice, OfferRow, write_offers
 from recordhound.db.releases import ReleaseRow, Wanted, by_barcode, by_catalog_numbers, by_names, stored_keys, write_releases
 from recordhound.items import Offer, Release
@@ -48,8 +49,9 @@ class CatalogWriter:
     parked or rejected in the review queue. Idempotent: the same batch twice changes nothing more."""
 
     def __init__(self, engine: Engine, last_seen_resolution: timedelta, queue: ReviewQueue,
-                 policy: ReviewPolicy = ReviewPolicy()) -> None:
+                 policy: ReviewPolicy = ReviewPolicy(), analyze_rows: int = 100_000) -> None:
         self.engine, self.queue, self.policy = engine, queue, policy
+        self.statistics = Statistics(engine, PRODUCT_TABLES, analyze_rows)
         self.last_seen_resolution = last_seen_resolution
         self._source_names: dict[int, str] = {}  # a source's name never changes
         self._recorded: set[tuple[int, str, str, int]] = set()  # (source, kind, spelling, id) in its metadata
@@ -114,6 +116,7 @@ class CatalogWriter:
             if not raced:
                 result.counts.update(counts)
                 result.problems += problems
+                self.statistics.wrote(len(plan.writable))
                 return
             parked = {p.key for p in raced}
             todo = [i for i in todo if gate.item_key(source_id, i) in parked]
@@ -173,6 +176,7 @@ class CatalogWriter:
 
 
 RACE_ROUNDS = 3  # a decision landing between the product-DB read and parking: resolve again
+PRODUCT_TABLES = sorted(name for name in Base.metadata.tables if name != "admin_users")  # what the writer writes
 
 
 def _hold(held: HeldPrice, where: gate.Origin) -> PriceHold:
@@ -292,4 +296,4 @@ def _offer_row(offer: Offer, release_id: int) -> OfferRow:
 def open_writer(engine: Engine, store: StoreConfig, review: ReviewConfig, trusted: bool) -> CatalogWriter:
     """The writer with the review queue the settings name: crawls, imports and the apply worker use it."""
     return CatalogWriter(engine, timedelta(seconds=store.last_seen_resolution_seconds), open_queue(review),
-                         ReviewPolicy(trusted, review.price_threshold_pct))
+                         ReviewPolicy(trusted, review.price_threshold_pct), store.analyze_rows)

@@ -12,8 +12,9 @@ def make_backend(config: FrontierConfig, crawl: str, timeout: float | None = Non
     seconds = config.call_timeout_seconds if timeout is None else timeout
     if config.redis_url:
         from recordhound.frontier.redis import RedisFrontier
+        from recordhound.redis_client import crawl_prefix
 
-        return RedisFrontier(config.redis_url, f"{config.redis_prefix}:{crawl}", seconds)
+        return RedisFrontier(config.redis_url, crawl_prefix(config.redis_prefix, crawl), seconds)
     from recordhound.frontier.sqlite import SqliteFrontier
 
     return SqliteFrontier(config.path_template.format(crawl=crawl), seconds)

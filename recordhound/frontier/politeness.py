@@ -163,13 +163,12 @@ def make_limiter(config: FrontierConfig, settings: BaseSettings) -> HostLimiter:
     slot_ttl = settings.getfloat("DOWNLOAD_TIMEOUT") + SLOT_MARGIN_SECONDS
     if not config.redis_url:
         return LocalLimiter(slot_ttl)
-    import redis
-
-    from recordhound.frontier.politeness_redis import RedisLimiter
-
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    client = redis.Redis.from_url(config.redis_url, socket_timeout=config.call_timeout_seconds,
-                                  socket_connect_timeout=config.call_timeout_seconds, retry=Retry(NoBackoff(), 0))
+    from recordhound.frontier.politeness_redis import RedisLimiter
+    from recordhound.redis_client import connect
+
+    client = connect(config.redis_url, socket_timeout=config.call_timeout_seconds,
+                     socket_connect_timeout=config.call_timeout_seconds, retry=Retry(NoBackoff(), 0))
     return RedisLimiter(client, config.redis_prefix, slot_ttl)

@@ -1,17 +1,22 @@
 """Politeness shared through Redis: every node's token bucket and slots for a host, in Lua.
 
-Keys (P = ``{RECORDHOUND_REDIS_PREFIX}:hosts:{host}``, shared by every crawl of that host):
+Keys (H = ``RECORDHOUND_REDIS_PREFIX:hosts:{host}``, braces included: the host is the hash tag, so
+both keys of a host share a Redis Cluster slot; shared by every crawl of that host):
 
-    P          HASH  tokens, stamp (Redis clock), rate (current adaptive rate), usual (latency), cut_at
-    P:slots    ZSET  "crawl:node|n" -> expiry: requests in flight; an expired slot is free again
+    H          HASH  tokens, stamp (Redis clock), rate (current adaptive rate), usual (latency), cut_at
+    H:slots    ZSET  "crawl:node|n" -> expiry: requests in flight; an expired slot is free again
 
-and, per holder (one node of one crawl), ``{RECORDHOUND_REDIS_PREFIX}:slots-held:{crawl}:{node}``,
-a SET of "host slot" (a host has no spaces): the slots it holds, so a dead node's slots are freed by reading its own set
-(never by scanning the keyspace). Every key expires an hour after its last use.
+and, per holder (one node of one crawl), ``RECORDHOUND_REDIS_PREFIX:{crawl}:slots-held:{node}`` (in
+the crawl's slot), a SET of the hosts it took slots of: a dead node's slots are freed by reading its
+own set (never by scanning the keyspace), one host at a time. The set is written before the first
+acquire of a host (and again every ``HOSTS_REFRESH_SECONDS``), outside the acquire script: a host
+listed but never acquired costs nothing, and a slot's own expiry bounds anything missed. Every key
+expires an hour after its last use.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import redis
@@ -20,8 +25,9 @@ from recordhound.frontier import politeness as p
 from recordhound.frontier.politeness import HostLimiter, Limits
 
 KEY_TTL_SECONDS = 3600
+HOSTS_REFRESH_SECONDS = KEY_TTL_SECONDS / 4  # a holder's set of hosts is refreshed this often while used
 
-# KEYS: bucket slots held   ARGV: rate concurrency slot slot_ttl key_ttl host
+# KEYS: bucket slots   ARGV: rate concurrency slot slot_ttl key_ttl
 ACQUIRE = """
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
@@ -48,17 +54,10 @@ end
 if concurrency > 0 then
   redis.call('ZADD', KEYS[2], clock + tonumber(ARGV[4]), ARGV[3])
   redis.call('EXPIRE', KEYS[2], ARGV[5])
-  redis.call('SADD', KEYS[3], ARGV[6] .. ' ' .. ARGV[3])
-  redis.call('EXPIRE', KEYS[3], ARGV[5])
 end
 return '0'
 """
 
-# KEYS: slots held   ARGV: slot host
-RELEASE = """
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('SREM', KEYS[2], ARGV[2] .. ' ' .. ARGV[1])
-"""
 
 # KEYS: bucket   ARGV: configured status latency key_ttl  + the constants of politeness.next_rate
 FEEDBACK = """
@@ -92,40 +91,51 @@ redis.call('EXPIRE', KEYS[1], ARGV[4])
 return tostring(new)
 """
 
-# KEYS: held   ARGV: hosts_prefix   (the slots of a holder that is gone: O(its slots), no scan)
+# KEYS: slots (of one host)   ARGV: holder   (a holder that is gone: its slots of this host, O(slots))
 FORGET_HOLDER = """
-local freed = 0
-for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local host, slot = string.match(member, '^(%S+) (.*)$')
-  freed = freed + redis.call('ZREM', ARGV[1] .. ':' .. host .. ':slots', slot)
+local freed, mine = 0, ARGV[1] .. '|'
+for _, slot in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(slot, 1, #mine) == mine then freed = freed + redis.call('ZREM', KEYS[1], slot) end
 end
-redis.call('DEL', KEYS[1])
 return freed
 """
 
 
 class RedisLimiter(HostLimiter):
     def __init__(self, client: redis.Redis, prefix: str, slot_ttl: float) -> None:
-        self.r, self.prefix, self.slot_ttl = client, f"{prefix}:hosts", slot_ttl
-        self.held_prefix = f"{prefix}:slots-held"
+        self.r, self.root, self.prefix, self.slot_ttl = client, prefix, f"{prefix}:hosts", slot_ttl
+        self._listed: dict[tuple[str, str], float] = {}  # (holder, host) -> when its set last named the host
         self._acquire = client.register_script(ACQUIRE)
-        self._release = client.register_script(RELEASE)
         self._feedback = client.register_script(FEEDBACK)
         self._forget = client.register_script(FORGET_HOLDER)
 
     def _keys(self, host: str) -> list[str]:
-        return [f"{self.prefix}:{host}", f"{self.prefix}:{host}:slots"]
+        return [f"{self.prefix}:{{{host}}}", f"{self.prefix}:{{{host}}}:slots"]
 
-    def _held(self, slot: str) -> str:
-        return f"{self.held_prefix}:{p.holder_of(slot)}"
+    def _held(self, holder: str) -> str:
+        """A holder "crawl:node" keeps its set in the crawl's slot."""
+        crawl, sep, node = holder.rpartition(":")
+        return f"{self.root}:{{{crawl}}}:slots-held:{node}" if sep else f"{self.root}:{{{holder}}}:slots-held"
+
+    def _list_host(self, holder: str, host: str) -> None:
+        now = time.monotonic()
+        if now - self._listed.get((holder, host), -HOSTS_REFRESH_SECONDS) < HOSTS_REFRESH_SECONDS:
+            return
+        with self.r.pipeline(transaction=False) as pipe:
+            pipe.sadd(self._held(holder), host)
+            pipe.expire(self._held(holder), KEY_TTL_SECONDS)
+            pipe.execute()
+        self._listed[(holder, host)] = now
 
     def acquire(self, host: str, slot: str, limits: Limits) -> float:
-        wait = float(self._acquire(keys=[*self._keys(host), self._held(slot)], args=[
-            repr(limits.pace), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS, host]))
+        if limits.concurrency > 0:
+            self._list_host(p.holder_of(slot), host)
+        wait = float(self._acquire(keys=self._keys(host), args=[
+            repr(limits.pace), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS]))
         return p.FULL if wait < 0 else wait
 
     def release(self, host: str, slot: str) -> None:
-        self._release(keys=[self._keys(host)[1], self._held(slot)], args=[slot, host])
+        self.r.zrem(self._keys(host)[1], slot)
 
     def feedback(self, host: str, limits: Limits, status: int | None, latency: float) -> None:
         if not (limits.adaptive and limits.requests_per_second):
@@ -136,7 +146,10 @@ class RedisLimiter(HostLimiter):
             repr(limits.requests_per_second), status or 0, repr(latency), KEY_TTL_SECONDS, *constants])
 
     def forget_holder(self, holder: str) -> None:
-        self._forget(keys=[f"{self.held_prefix}:{holder}"], args=[self.prefix])
+        held = self._held(holder)
+        for host in self.r.smembers(held):
+            self._forget(keys=self._keys(host.decode())[1:], args=[holder])
+        self.r.delete(held)
 
     def rate(self, host: str) -> float:
         value = self.r.hget(self._keys(host)[0], "rate")
@@ -147,7 +160,7 @@ class RedisLimiter(HostLimiter):
 
     def hosts(self) -> dict[str, tuple[int, float]]:
         """Every host with politeness state: (requests in flight, current rate; 0: none adapted)."""
-        names = {key.decode()[len(self.prefix) + 1:].removesuffix(":slots")
+        names = {key.decode()[len(self.prefix) + 1:].removesuffix(":slots").strip("{}")
                  for key in self.r.scan_iter(match=f"{self.prefix}:*", count=1000)}
         return {host: (self.in_flight(host), self.rate(host)) for host in sorted(names)}
 

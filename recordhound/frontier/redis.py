@@ -1,6 +1,7 @@
 """Redis frontier: one crawl's queue, leases and seen-set, shared by every node.
 
-Key layout (P = ``{RECORDHOUND_REDIS_PREFIX}:{crawl}``):
+Key layout (P = ``RECORDHOUND_REDIS_PREFIX:{crawl}``, braces included: the crawl name is the hash tag
+of every key, so a whole crawl lives in one hash slot of a Redis Cluster):
 
     P:queue           ZSET  id -> -priority * 2**40 + id (priority first, then FIFO)
     P:payloads        HASH  id -> request JSON (queued and leased entries)
@@ -23,7 +24,9 @@ Key layout (P = ``{RECORDHOUND_REDIS_PREFIX}:{crawl}``):
     P:nodes           HASH  node -> JSON {host, pid, token, heartbeat}
 
 Every multi-step update is one Lua script (``redis_scripts.py``). Scripts build the
-``P:seen:*`` and ``P:leases:*`` key names themselves: fine on one Redis server, not Cluster.
+``P:seen:*`` and ``P:leases:*`` key names themselves from P: legal on a cluster too, since those
+keys share the crawl's hash tag (same slot, same node). A crawl stored under the names of before
+(``PREFIX:crawl:...``) is renamed at open (``redis_takeover.py``).
 Run Redis with ``appendonly yes``, ``appendfsync everysec`` and ``maxmemory-policy noeviction``.
 """
 
@@ -39,11 +42,13 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from recordhound.preflight import redis_unreachable
+from recordhound.redis_client import connect, is_cluster
 from recordhound.frontier import redis_scripts as lua
 from recordhound.frontier.backend import (
     FAILED, LEASED, QUEUED, REQUEUED, SCHEDULED, WAITING, Committed, Counts, DeadLetter, Entry, EntryState,
     Failure, FrontierBackend, Lease, Leased, NodeInfo, Recheck, Reconciled, count_tries, parse_history)
 from recordhound.frontier.redis_snapshot import COUNTS, SNAPSHOT, STATES, VERIFY, Snapshot
+from recordhound.frontier.redis_takeover import take_over
 
 MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
 
@@ -62,6 +67,8 @@ class RedisFrontier(FrontierBackend):
         client = self._connect()
         try:
             client.ping()
+            if not is_cluster(self.url):
+                take_over(client, self.prefix)
         except redis.RedisError as exc:
             self.close()
             raise redis_unreachable(self.url, exc) from exc
@@ -69,9 +76,8 @@ class RedisFrontier(FrontierBackend):
     def _connect(self) -> redis.Redis:
         # no retries inside redis-py: a call fails within its timeout and the caller's outage
         # handling backs off (redis-py's own retries would hold the reactor for seconds)
-        client = redis.Redis.from_url(self.url, socket_timeout=self.socket_timeout,
-                                      socket_connect_timeout=self.socket_timeout, retry=Retry(NoBackoff(), 0),
-                                      redis_connect_func=self._connected)
+        client = connect(self.url, socket_timeout=self.socket_timeout, socket_connect_timeout=self.socket_timeout,
+                         retry=Retry(NoBackoff(), 0), redis_connect_func=self._connected)
         self._redis = client
         self._scripts = {name: client.register_script(getattr(lua, name))
                          for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT",

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 
 from recordhound.exceptions import RecordhoundError
 from recordhound.sqlite_tx import immediate, snapshot
+from recordhound.frontier import sqlite_space
 from recordhound.frontier.backend import (
     FAILED, LEASED, QUEUED, REQUEUED, SCHEDULED, WAITING, Committed, Counts, DeadLetter, Entry, EntryState,
     Failure, FrontierBackend, Lease, Leased, NodeInfo, Recheck, Reconciled, count_tries, parse_history)
@@ -54,6 +55,7 @@ class SqliteFrontier(FrontierBackend):
         try:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            sqlite_space.prepare_new(self._db)
             mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise RecordhoundError(f"the frontier file {self.path} cannot use SQLite's WAL mode (it stays "
@@ -62,6 +64,7 @@ class SqliteFrontier(FrontierBackend):
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
             self._add_columns(self._db)
+            sqlite_space.convert_old(self._db, self.path)
         except (OSError, sqlite3.Error) as exc:
             raise RecordhoundError(f"cannot open the frontier file {self.path}: {exc}") from exc
 
@@ -144,6 +147,8 @@ class SqliteFrontier(FrontierBackend):
             if writer:
                 self._add(db, f"writes:{writer}", 1)
                 writes += 1
+        if done or taken:
+            sqlite_space.give_back(db)  # rows were deleted: a draining queue gives its pages back
         return Committed(queued, len(acks) + len(failures) - done - taken, writes)
 
     @staticmethod

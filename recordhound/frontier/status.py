@@ -44,11 +44,11 @@ def matching(letters: list[DeadLetter], reason: str | None = None, url: str | No
 def known_crawls(config: FrontierConfig) -> list[str]:
     """Crawls with frontier state: files in the frontier folder, or Redis key prefixes."""
     if config.redis_url:
-        import redis
+        from recordhound.redis_client import connect, crawl_of
 
-        client = redis.Redis.from_url(config.redis_url)
+        client = connect(config.redis_url)
         prefix = f"{config.redis_prefix}:"
-        names = {key.decode()[len(prefix):].rsplit(":", 1)[0]
+        names = {crawl_of(key.decode()[len(prefix):].rsplit(":", 1)[0])
                  for key in client.scan_iter(match=f"{prefix}*:state", count=1000)}
         client.close()
         return sorted(names)

@@ -3,7 +3,8 @@
 The queue's logic (``review/queue.py``) is written once against :class:`Txn`: JSON documents
 in named collections, read and written inside a serializable transaction. Collections map to
 Redis hashes named ``PREFIX:tasks:pending``, ``PREFIX:tasks:approved``, ... (the design's key
-names) and to rows of one ``docs`` table in the embedded file.
+names; on a Redis Cluster ``{PREFIX}:tasks:pending``, ...: one hash tag puts the queue's keys in one
+slot, which its transactions need) and to rows of one ``docs`` table in the embedded file.
 
 - SQLite: ``BEGIN IMMEDIATE``; the file's write lock serializes transactions across processes.
 - Redis: optimistic — ``WATCH`` one version key, read, queue the writes, ``MULTI``/``EXEC``
@@ -226,15 +227,17 @@ class RedisDocStore(DocStore):
     def __init__(self, url: str, prefix: str) -> None:
         import redis
 
-        self.prefix = prefix
+        from recordhound.redis_client import connect, is_cluster
+
+        self.prefix = f"{{{prefix}}}" if is_cluster(url) else prefix
         self._redis = redis
-        self.client = redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=10)
+        self.client = connect(url, socket_timeout=30, socket_connect_timeout=10)
 
     def run(self, work: Callable[[Txn], T]) -> T:
         redis = self._redis
         try:
             while True:
-                with self.client.pipeline() as pipe:
+                with self.client.pipeline(transaction=True) as pipe:  # explicit: a cluster defaults to none
                     try:
                         pipe.watch(f"{self.prefix}:review:version")
                         txn = RedisTxn(pipe, self.prefix)

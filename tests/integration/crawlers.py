@@ -12,12 +12,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import redis
-
 from recordhound.config import FrontierConfig
 from recordhound.frontier.backend import Counts, FrontierBackend
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.frontier.sqlite import SqliteFrontier
+from recordhound.redis_client import connect, crawl_prefix
 from recordhound.review.docstore import RedisDocStore
 from tests.services import TRUSTED
 
@@ -49,7 +48,7 @@ class CrawlSetup:
 
     def backend(self) -> FrontierBackend:
         if self.redis_url:
-            backend: FrontierBackend = RedisFrontier(self.redis_url, f"{self.prefix}:demo")
+            backend: FrontierBackend = RedisFrontier(self.redis_url, crawl_prefix(self.prefix, "demo"))
         else:
             backend = SqliteFrontier(str(self.workdir / ".recordhound" / "frontier" / "demo.sqlite3"))
         backend.open()
@@ -82,7 +81,7 @@ class CrawlSetup:
             queue = RedisDocStore(self.redis_url, self.prefix)
             queue.drop()
             queue.close()
-            client = redis.Redis.from_url(self.redis_url)  # the per-host politeness state
+            client = connect(self.redis_url)  # the per-host politeness state
             for key in client.scan_iter(match=f"{self.prefix}:hosts:*", count=1000):
                 client.unlink(key)
             client.close()

@@ -12,6 +12,7 @@ import pytest
 
 from recordhound.frontier.backend import FrontierBackend
 from recordhound.frontier.redis import RedisFrontier
+from recordhound.redis_client import crawl_prefix
 from recordhound.frontier.sqlite import SqliteFrontier
 from tests.integration.test_frontier_contract import entry
 from tests.services import redis_url, unique_prefix
@@ -30,7 +31,7 @@ def _crawl_state(kind: str, tmp_path: Path) -> tuple[FrontierBackend, dict[str, 
     else:
         prefix = unique_prefix()
         env, extra = {"REDIS_URL": redis_url()}, ["-s", f"RECORDHOUND_REDIS_PREFIX={prefix}"]
-        backend = RedisFrontier(redis_url(), f"{prefix}:demo")
+        backend = RedisFrontier(redis_url(), crawl_prefix(prefix, "demo"))
     backend.open()
     return backend, env, extra
 

@@ -13,6 +13,7 @@ import pytest
 from recordhound.frontier.backend import (
     FAILED, QUEUED, Entry, Failure, FrontierBackend, Lease, NodeInfo, Recheck, Reconciled)
 from recordhound.frontier.redis import RedisFrontier
+from recordhound.redis_client import crawl_prefix
 from recordhound.frontier.sqlite import SqliteFrontier
 from tests.services import redis_url, unique_prefix
 
@@ -22,7 +23,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Frontier
     if request.param == "embedded":
         store: FrontierBackend = SqliteFrontier(str(tmp_path / "frontier.sqlite3"))
     else:
-        store = RedisFrontier(redis_url(), f"{unique_prefix()}:demo")
+        store = RedisFrontier(redis_url(), crawl_prefix(unique_prefix(), "demo"))
     store.open()
     yield store
     store.reset()

@@ -23,6 +23,7 @@ from recordhound.demo.truth import build_truth
 from recordhound.frontier import recrawl
 from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Recheck
 from recordhound.frontier.redis import RedisFrontier
+from recordhound.redis_client import crawl_prefix
 from recordhound.frontier.sqlite import SqliteFrontier
 from recordhound.frontier.status import reason_kind, verify
 from recordhound.sources.profile import RecrawlSpec
@@ -165,7 +166,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Frontier
     if request.param == "embedded":
         store = SqliteFrontier(str(tmp_path / "frontier.sqlite3"))
     else:
-        store = RedisFrontier(redis_url(), f"{unique_prefix()}:demo")
+        store = RedisFrontier(redis_url(), crawl_prefix(unique_prefix(), "demo"))
     store.open()
     yield store
     store.reset()
@@ -203,7 +204,7 @@ def test_a_page_rechecked_many_times_then_failed_and_retried_is_leased_as_a_fres
 def _holds_slot(setup: CrawlSetup, shop_url: str, node: str) -> bool:
     client = redis.Redis.from_url(setup.redis_url)
     try:
-        slots = client.zrange(f"{setup.prefix}:hosts:{shop_url.split('/')[2]}:slots", 0, -1)
+        slots = client.zrange(f"{setup.prefix}:hosts:{{{shop_url.split('/')[2]}}}:slots", 0, -1)
         return any(s.decode().rsplit("|", 1)[0].split(":", 1)[-1] == node for s in slots)  # "crawl:node|n"
     finally:
         client.close()

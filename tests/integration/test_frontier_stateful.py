@@ -29,6 +29,7 @@ from recordhound.frontier.backend import (
     FAILED, LEASED, QUEUED, SCHEDULED, WAITING, Entry, EntryState, Failure, FrontierBackend, Lease, Leased,
     NodeInfo, Recheck)
 from recordhound.frontier.redis import RedisFrontier
+from recordhound.redis_client import crawl_prefix
 from recordhound.frontier.sqlite import SqliteFrontier
 from tests.integration.test_frontier_contract import fp
 from tests.services import redis_url, unique_prefix
@@ -422,7 +423,7 @@ class FrontierMachine(RuleBasedStateMachine):
 
 class RedisFrontierMachine(FrontierMachine):
     def make_backend(self) -> FrontierBackend:
-        return RedisFrontier(redis_url(), f"{unique_prefix()}:stateful")  # reset() at teardown: never FLUSHDB
+        return RedisFrontier(redis_url(), crawl_prefix(unique_prefix(), "stateful"))  # reset() at teardown: never FLUSHDB
 
 
 def _entries() -> st.SearchStrategy[tuple[str, int, bool]]:

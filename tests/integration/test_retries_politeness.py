@@ -147,7 +147,7 @@ def _slots(setup: CrawlSetup, shop_url: str) -> list[str]:
     host = shop_url.split("/")[2]
     client = redis.Redis.from_url(setup.redis_url)
     try:
-        return [m.decode() for m in client.zrange(f"{setup.prefix}:hosts:{host}:slots", 0, -1)]
+        return [m.decode() for m in client.zrange(f"{setup.prefix}:hosts:{{{host}}}:slots", 0, -1)]
     finally:
         client.close()
 
@@ -248,17 +248,19 @@ def test_the_redis_limiter_keeps_the_same_rules_as_the_local_one() -> None:
     limiter = RedisLimiter(redis.Redis.from_url(redis_url()), prefix, slot_ttl=30)
     limits = Limits(requests_per_second=10, concurrency=2)
     try:
-        assert limiter.acquire("shop", "n1|1", limits) == 0.0
-        wait = limiter.acquire("shop", "n1|2", limits)
+        assert limiter.acquire("shop", "demo:n1|1", limits) == 0.0
+        wait = limiter.acquire("shop", "demo:n1|2", limits)
         assert 0.05 < wait <= 1 / 9.5  # paced at 95 % of the limit
         time.sleep(wait)
-        assert limiter.acquire("shop", "n2|1", limits) == 0.0
+        assert limiter.acquire("shop", "demo:n2|1", limits) == 0.0
         time.sleep(0.12)
-        assert limiter.acquire("shop", "n2|2", limits) == FULL and limiter.in_flight("shop") == 2
-        limiter.release("shop", "n2|1")
-        assert limiter.acquire("shop", "n2|2", limits) == 0.0
-        limiter.forget_holder("n1")  # n1 died: its slot comes back, n2's stay
+        assert limiter.acquire("shop", "demo:n2|2", limits) == FULL and limiter.in_flight("shop") == 2
+        limiter.release("shop", "demo:n2|1")
+        assert limiter.acquire("shop", "demo:n2|2", limits) == 0.0
+        limiter.forget_holder("demo:n1")  # n1 died: its slot comes back, n2's stay
         assert limiter.in_flight("shop") == 1
+        assert not limiter.r.exists(f"{prefix}:{{demo}}:slots-held:n1")  # its host list, in the crawl's slot
+        assert limiter.r.smembers(f"{prefix}:{{demo}}:slots-held:n2") == {b"shop"}
         limiter.feedback("shop", limits, 429, 0.1)
         assert limiter.rate("shop") == next_rate(10, 10, 429, 0.1, 0.0, since_cut=10) == 5
         limiter.feedback("shop", limits, 200, 0.1)

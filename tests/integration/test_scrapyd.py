@@ -17,6 +17,7 @@ import pytest
 
 from recordhound.demo.process import ShopProcess
 from recordhound.frontier.redis import RedisFrontier
+from recordhound.redis_client import crawl_prefix
 from recordhound.scrapyd_client import ScrapydClient, Target
 from tests.integration.dbcheck import ProductDb
 from tests.scrapyd_server import PASSWORD, PROJECT_ROOT, USERNAME, ScrapydServer
@@ -73,7 +74,7 @@ def deployment(tmp_path: Path) -> Iterator[tuple[Deployment, ShopProcess, str]]:
         finally:
             for name in env:
                 os.environ.pop(name, None)
-            frontier = RedisFrontier(redis_url(), f"{prefix}:demo")
+            frontier = RedisFrontier(redis_url(), crawl_prefix(prefix, "demo"))
             frontier.open()
             frontier.reset()
             frontier.close()
