@@ -244,7 +244,9 @@ def _release_keys(conn: Connection, items: list[Release], artist_ids: list[tuple
     wanted = [Wanted(item.label, tuple(item.numbers()), item.title, item.year, ids)
               for item, ids in zip(items, artist_ids)]
     numbered = by_catalog_numbers(conn, wanted)
-    named = by_names(conn, wanted)
+    unmatched = [i for i, item in enumerate(items) if i not in numbered and not any(
+        code in known for code in (item.release_barcode(), *(o.barcode for o in item.offers)) if code)]
+    named = {unmatched[n]: key for n, key in by_names(conn, [wanted[i] for i in unmatched]).items()}
     taken = stored_keys(conn, [release_key(item) for item in items if item.label and item.numbers()])
     batch = _BatchKeys()
     keys = []

@@ -94,7 +94,7 @@ class Release(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     natural_key: Mapped[str] = mapped_column(String(KEY_LEN), unique=True)
-    title: Mapped[str] = mapped_column(String(NAME_LEN))
+    title: Mapped[str] = mapped_column(String(NAME_LEN), index=True)  # matching by artists + title + year
     label_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id"), index=True)
     catalog_number: Mapped[str | None] = mapped_column(String(100))
     year: Mapped[int | None] = mapped_column(Integer)

@@ -137,6 +137,8 @@ def by_catalog_numbers(conn: Connection, wanted: list[Wanted]) -> dict[int, str]
 def by_names(conn: Connection, wanted: list[Wanted]) -> dict[int, str]:
     """For each item at its index, the natural key of a stored release with the same title (by
     its matching key), year and artists: the last step of matching."""
+    if not wanted:
+        return {}
     rows = conn.execute(select(Release.id, Release.natural_key, Release.title, Release.year)
                         .where(Release.title.in_({item.title for item in wanted})).order_by(Release.id)).all()
     if not rows:
