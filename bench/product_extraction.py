@@ -66,7 +66,7 @@ def predict(url: str, html: bytes, visible_text: bool = True) -> dict[str, str |
     except RecordhoundError:
         price = None
     state = availability(first.availability if first and first.availability else raw.in_stock)
-    sku = raw.external_id or (first.external_id if first else None)
+    sku = raw.external_id or (first.external_id if first else None) or raw.text_id
     return {"price": None if price is None else str(price), "sku": sku,
             "availability": "OutOfStock" if state == "sold_out" else "InStock"}
 

@@ -57,6 +57,7 @@ class RawRelease:
     in_stock: str | None = None
     line: int | None = None  # file sources: the 1-based line (data row) the item came from
     structured: list[str] = field(default_factory=list)  # fields read from the page's structured data
+    text_id: str | None = None  # an article number read from visible text: reported, never a storage key
     barcode: str | None = None
     country: str | None = None
     format: str | None = None

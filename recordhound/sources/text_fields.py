@@ -73,8 +73,8 @@ def fill_from_text(page: Selector, raw: RawRelease, default_currency: str | None
                 raw.structured.append("price")
             filled.append("price")
     if raw.external_id is None and not any(o.external_id for o in raw.offers):
-        raw.external_id = text_id(page, product)
-        filled += ["external_id"] if raw.external_id else []
+        raw.text_id = text_id(page, product)  # a guess: two pages may print one "Model", so not the offer's id
+        filled += ["text_id"] if raw.text_id else []
     if raw.in_stock is None and not any(o.availability for o in raw.offers):
         raw.in_stock = text_stock(product)
         filled += ["in_stock"] if raw.in_stock else []

@@ -9,6 +9,7 @@ from scrapy.http import HtmlResponse
 from recordhound.sources.page_text import main_heading
 from recordhound.sources.schema import build_profile
 from recordhound.sources.extract import extract_release
+from recordhound.normalize import normalize_release
 
 CHROME_TOP = """<header class="site-header"><nav><a href="/">Shop</a></nav>
 <div class="mini-cart"><span class="cart-price">€ 99,00</span></div></header>"""
@@ -74,7 +75,7 @@ def test_markup_price_wins_over_visible_text() -> None:
 def test_profile_that_names_a_field_never_reads_visible_text() -> None:
     raw = _read('<span class="price">€ 19,99</span><p>SKU: REC-42</p><button class="add-to-cart">Add</button>',
                 fields={"title": "h1::text"})
-    assert (raw.price, raw.external_id, raw.in_stock) == (None, None, None)
+    assert (raw.price, raw.text_id, raw.in_stock) == (None, None, None)
 
 
 @pytest.mark.parametrize(("product", "expected"), [
@@ -86,15 +87,16 @@ def test_profile_that_names_a_field_never_reads_visible_text() -> None:
     ('<form data-product-id="4711"><button class="add-to-cart">Add</button></form>', "4711"),
 ])
 def test_shop_id_from_a_label_or_an_id_attribute(product: str, expected: str) -> None:
-    assert _read(product).external_id == expected
+    raw = _read(product)
+    assert (raw.text_id, raw.external_id) == (expected, None)  # reported; the offer stays named by its page
 
 
 def test_shop_id_from_meta_itemprop() -> None:
-    assert _read("", '<meta itemprop="mpn" content="WARP-92">').external_id == "WARP-92"
+    assert _read("", '<meta itemprop="mpn" content="WARP-92">').text_id == "WARP-92"
 
 
 def test_id_labels_in_sentences_or_the_footer_are_not_the_id() -> None:
-    assert _read("<p>Use the code in your order confirmation to track record 1 of 2.</p>").external_id is None
+    assert _read("<p>Use the code in your order confirmation to track record 1 of 2.</p>").text_id is None
 
 
 @pytest.mark.parametrize(("product", "expected"), [
@@ -117,3 +119,18 @@ def test_main_heading_is_the_one_in_the_title_not_the_logo() -> None:
         b"<h1>Blue Monday</h1></body></html>"))
     heading = main_heading(page.selector)
     assert heading is not None and heading.text == "Blue Monday"
+
+
+def test_two_records_printing_one_model_value_stay_two_offers() -> None:
+    """A text-read id is a guess ("Model: 12-inch" on every record of a shop): offers stay named by
+    their pages, so two records never share an offer or its price history."""
+    profile = _zero_selector()
+    ids = []
+    for path in ("/p/1", "/p/2"):
+        page = _page('<dl><dt>Model</dt><dd>12-inch</dd></dl><span class="price">€ 24,99</span>')
+        raw = extract_release(page.replace(url=f"https://shop.example{path}"), profile)  # type: ignore[arg-type]
+        raw.title, raw.artists = "A record", ["An artist"]  # the page's markup names neither
+        outcome = normalize_release(raw, profile)  # type: ignore[arg-type]
+        assert outcome.release is not None, outcome
+        ids += [offer.external_id for offer in outcome.release.all_offers()]
+    assert ids == ["https://shop.example/p/1", "https://shop.example/p/2"]
