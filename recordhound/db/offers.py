@@ -92,6 +92,8 @@ def write_offers(
         offer_id, old, last_seen = stored[row.external_id]
         if row.price is None and old.price is not None:  # not shown or did not parse: the known price stands
             row = replace(row, price=old.price, currency=old.currency)
+        if row.availability is None and old.availability is not None:  # likewise the known stock
+            row = replace(row, availability=old.availability, in_stock=old.in_stock)
         if row.price_differs(old) and needs_review(old, row, threshold_pct):
             counts.held.append(HeldPrice(offer_id, old, row, change_pct(old, row)))
             row = replace(row, price=old.price, currency=old.currency)

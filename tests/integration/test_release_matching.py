@@ -89,3 +89,15 @@ def test_a_upc_a_and_its_ean_13_are_one_release(writer: CatalogWriter, tmp_path:
     writer.write(sources["b"], [outcome.release])
     assert set(_release_of(writer).values()) == {1}
     assert [code for code, in _rows(writer, "SELECT barcode FROM offers ORDER BY id")] == [LP, CD, LP]
+
+
+def test_a_stock_state_that_was_not_read_keeps_the_known_one(writer: CatalogWriter) -> None:
+    source = _sources(writer, "a")["a"]
+    states = ["in_stock", "sold_out", None, "in_stock"]  # the third crawl could not read the stock
+    for state in states:
+        album = _album("12.00", "8.00")
+        album.offers[0].availability = state
+        writer.write(source, [album])
+    assert _rows(writer, "SELECT o.external_id, s.old_availability, s.new_availability FROM stock_changes s "
+                         "JOIN offers o ON o.id = s.offer_id ORDER BY s.id") == [
+        ("a-lp", "in_stock", "sold_out"), ("a-lp", "sold_out", "in_stock")]  # back in stock: one transition
