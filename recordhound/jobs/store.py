@@ -68,7 +68,8 @@ def create(engine: Engine, name: str, kind: str, location: str, doc: dict[str, A
             raise JobError(f"job:parse_source:{source_id} ({name}) is {job['status']}: stop it first")
         return {"attempts": 0, "last_error": None, "progress": {"done": 0, "total": None},
                 "schedule": {"every_hours": None, "follow": False}, **doc,
-                "status": states.QUEUED, "created_at": now, "next_run_at": None}
+                "status": states.QUEUED, "created_at": now, "next_run_at": None,
+                "restart": True}  # a new job (a new upload under the same name): from its first line
 
     return _change(engine, source_id, change)
 

@@ -55,3 +55,17 @@ def test_stop_resume_start_and_a_schedule_coming_due(engine: Engine) -> None:
     assert store.claim(engine, "h:1", 30, lambda _: True) is not None  # due: runs again
     with pytest.raises(store.JobError, match="stop it first"):
         _job(engine)  # a held job is not replaced
+
+
+def test_a_new_job_over_a_source_whose_import_failed_mid_file_starts_at_its_first_line(engine: Engine) -> None:
+    """A corrected file uploaded under the same name is a new job: it must not resume at the line
+    the earlier file's import failed on (only "resume" of the same job does)."""
+    first = store.create(engine, "upload", "csv", "/uploads/upload.csv", {"type": states.IMPORT, "profile": "upload"})
+    taken = store.claim(engine, "h:1", 30, lambda _: True)
+    assert taken is not None and taken.doc["restart"] is True
+    store.update_job(engine, taken.id, {"restart": False}, "h:1")  # the run started: its resume point counts now
+    store.update_job(engine, taken.id, {"status": states.FAILED, "last_error": "line 6: no title"}, "h:1")
+    again = store.create(engine, "upload", "csv", "/uploads/upload.csv", {"type": states.IMPORT, "profile": "upload"})
+    assert again.id == first.id and again.doc["restart"] is True
+    store.request(engine, again.id, "stop")
+    assert store.request(engine, again.id, "resume").doc["restart"] is False  # resume: where it was
