@@ -191,6 +191,9 @@ RECORDHOUND_WORKER_POLL_SECONDS = 1.0
 # A running job whose worker has not written a heartbeat for this long is taken over (seconds);
 # a worker on the same host whose process is gone is taken over at once.
 RECORDHOUND_WORKER_LEASE_SECONDS = 30.0
+# A worker that is stopped (SIGTERM) stops its crawl the same way and waits this long for it to
+# return its leases; a crawl still running then is killed (its leases expire and return).
+RECORDHOUND_WORKER_STOP_SECONDS = 120.0
 RECORDHOUND_JOB_IMPORT_BATCH = 500  # rows per committed batch (and per progress update) of an import job
 # A [deploy:NAME] of scrapy.cfg: crawl jobs are scheduled on that scrapyd (empty: a local crawl process).
 RECORDHOUND_JOB_SCRAPYD_TARGET = ""

@@ -18,6 +18,7 @@ class WorkerConfig:
     uploads_dir: str
     drafts_dir: str
     profiles_dir: str  # where the admin saves the profiles it creates (the first profiles folder)
+    stop_seconds: float = 120.0  # a stopping worker's crawl: SIGTERM, then SIGKILL after this long
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> WorkerConfig:
@@ -30,4 +31,5 @@ class WorkerConfig:
             uploads_dir=str(settings.get("RECORDHOUND_UPLOADS_DIR") or ".recordhound/uploads"),
             drafts_dir=str(settings.get("RECORDHOUND_DRAFTS_DIR") or ".recordhound/drafts"),
             profiles_dir=str(dirs[0]),
+            stop_seconds=positive_float(settings, "RECORDHOUND_WORKER_STOP_SECONDS"),
         )

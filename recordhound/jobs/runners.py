@@ -85,13 +85,24 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
             time.sleep(config.poll_seconds)
     finally:
         if process.poll() is None:  # the worker itself is stopping: let the crawl return its leases
-            process.send_signal(signal.SIGTERM)
-            process.wait(120)
+            _stop_crawl(process, config.stop_seconds)
         pages.close()
     beat(pages.progress(None))
     if process.returncode != 0:
         raise JobFailed(f"the crawl exited with code {process.returncode} (log: {LOG_DIR}/job-{job.id}.log)")
     return states.STOPPED if stopping else states.DONE
+
+
+def _stop_crawl(process: subprocess.Popen[bytes], seconds: float) -> None:
+    """SIGTERM, then SIGKILL after ``seconds``: the worker's own stop is never replaced by a
+    timeout, and no crawl outlives its worker (a killed node's leases expire and return)."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        logger.warning("The crawl (pid %d) did not stop within %.0f s: killed", process.pid, seconds)
+        process.kill()
+        process.wait()
 
 
 class FramePages:
@@ -145,7 +156,11 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
     pages = FramePages(job, settings)
     stopping = False
     try:
-        while not any(found.get("id") == external for found in client.jobs()["finished"]):
+        while (where := _scrapyd_state(client.jobs(), external)) != "finished":
+            if where is None:  # cancelled while pending, or scrapyd restarted: it will not finish
+                if stopping:
+                    break
+                raise JobFailed(f"scrapyd no longer lists job {external} (restarted, or cancelled there)")
             if beat({**pages.progress(None), "external": external}) == states.STOPPING and not stopping:
                 stopping = True
                 client.cancel(external)
@@ -153,3 +168,9 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
     finally:
         pages.close()
     return states.STOPPED if stopping else states.DONE
+
+
+def _scrapyd_state(jobs: dict[str, Any], external: str) -> str | None:
+    """Which of scrapyd's lists holds the job: "pending", "running", "finished", or None."""
+    return next((state for state in ("finished", "running", "pending")
+                 if any(found.get("id") == external for found in jobs.get(state, []))), None)
