@@ -25,6 +25,8 @@ def test_a_crawl_that_ignores_sigterm_is_killed_after_the_stop_time() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+        assert process.stdout is not None
+        process.stdout.close()
 
 
 def test_a_scrapyd_job_is_found_in_its_list_or_in_none() -> None:
