@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -89,6 +91,9 @@ def _offers(raw: RawRelease, profile: Profile, release: Release, problem: Callab
         problem("offers", f"the shop's offer id {offer_id!r} is on the page {repeated} times: "
                           f"the later ones are stored as {offer_id}~2, ~3, ...")
     return [replace(offer, external_id=offer_id) for offer, offer_id in zip(offers, ids)]
+
+
+POSITIONAL_ID = re.compile(r"^(?P<page>.*)#[^#/]*/[^#/]*/(?P<n>\d+)$")  # before 0007: PAGE#FORMAT/CONDITION/N
 
 
 def offer_ids(page_id: str, offers: list[Offer]) -> list[str]:

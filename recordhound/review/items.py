@@ -6,7 +6,9 @@ from dataclasses import asdict
 from decimal import Decimal
 from typing import Any
 
+from recordhound import music
 from recordhound.items import FieldProblem, Offer, Release
+from recordhound.normalize import POSITIONAL_ID, offer_ids
 
 
 def release_doc(item: Release) -> dict[str, Any]:
@@ -22,4 +24,21 @@ def release_from_doc(doc: dict[str, Any]) -> Release:
     fields["problems"] = [FieldProblem(**p) for p in fields.get("problems") or ()]
     fields["offers"] = [Offer(**{**o, "price": None if o.get("price") is None else Decimal(o["price"])})
                         for o in fields.get("offers") or ()]
-    return Release(**fields)
+    return _as_written_now(Release(**fields))
+
+
+def _as_written_now(item: Release) -> Release:
+    """An item parked by an earlier version, in today's form: barcodes as EAN-13 (migration 0006)
+    and offers named by page, format and condition rather than their place (migration 0007), so
+    releasing it matches what the product DB holds now."""
+    item.barcode = music.barcode(item.barcode) or item.barcode
+    for offer in item.offers:
+        offer.barcode = music.barcode(offer.barcode) or offer.barcode
+    positional = sorted(((int(found["n"]), offer) for offer in item.offers
+                         if (found := POSITIONAL_ID.match(offer.external_id)) and found["page"] == item.external_id),
+                        key=lambda pair: pair[0])
+    names = offer_ids(item.external_id, [Offer("", "", o.format, o.condition, o.media_grade, o.sleeve_grade)
+                                         for _, o in positional])
+    for (_, offer), name in zip(positional, names):
+        offer.external_id = name
+    return item

@@ -13,7 +13,6 @@ Create Date: 2026-12-03 16:50:00
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -21,14 +20,14 @@ import sqlalchemy as sa
 from alembic import op
 
 from recordhound.items import Offer
-from recordhound.normalize import offer_ids
+from recordhound.normalize import POSITIONAL_ID, offer_ids
 
 revision = "0007"
 down_revision = "0006"
 branch_labels = None
 depends_on = None
 
-POSITIONAL = re.compile(r"^(?P<page>.*)#[^#/]*/[^#/]*/(?P<n>\d+)$")  # the old PAGE#FORMAT/CONDITION/N
+POSITIONAL = POSITIONAL_ID  # the old PAGE#FORMAT/CONDITION/N
 OFFERS = sa.table("offers", *(sa.column(name) for name in (
     "id", "source_id", "external_id", "format", "condition", "media_grade", "sleeve_grade")))
 
