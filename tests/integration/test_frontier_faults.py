@@ -6,7 +6,7 @@ watches the crawl on a direct connection): each trial is a crawl by two nodes th
 outages, of 0.5, 2 and 5 s in a random order, each a cut, stall or blackhole, at random moments.
 The seed is printed; set ``RECORDHOUND_FAULT_SEED`` to replay a run and ``RECORDHOUND_FAULT_TRIALS``
 for more trials per backend configuration (default 1, about 25 s per configuration on a 2-core
-machine, which keeps this module within 3 minutes; the issue's soak is 20 trials per configuration).
+machine, which keeps this module within 2 minutes; the issue's soak is 20 trials per configuration).
 
 "Redis coming back without its last second": a private redis-server with RDB snapshots is killed
 one second after a snapshot and restarted from it, on the same port.
