@@ -21,6 +21,12 @@ def _offers(database_url: str) -> set[tuple[object, ...]]:
         db.close()
 
 
+def _pages(stats: dict[str, int]) -> int:
+    """Responses other than robots.txt: recording reads it once outside the downloader (the
+    frontier's Crawl-delay read), replaying without the shop gets it through Scrapy's middleware."""
+    return stats["response_received_count"] - stats.get("robotstxt/response_count", 0)
+
+
 def test_record_then_replay_without_the_shop_gives_the_same_items(tmp_path: Path) -> None:
     cassette = tmp_path / "demo.json"
     with ShopProcess(60, seed=4) as shop:
@@ -38,7 +44,7 @@ def test_record_then_replay_without_the_shop_gives_the_same_items(tmp_path: Path
     assert replayed.returncode == 0, replayed.stderr[-2000:]
     live = _offers(f"sqlite:///{tmp_path / 'live.sqlite3'}")
     assert len(live) == 62 and _offers(f"sqlite:///{tmp_path / 'offline.sqlite3'}") == live
-    assert replayed.stats["response_received_count"] == recorded.stats["response_received_count"]
+    assert _pages(replayed.stats) == _pages(recorded.stats)
     assert replayed.stats.get("recordhound/errors/cassette_missing", 0) == 0
 
     missing = next(i for i in interactions if "/release/0000" in i["request"]["uri"])
