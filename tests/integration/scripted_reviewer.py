@@ -67,7 +67,12 @@ def entity_ids(env: ReviewEnv) -> dict[str, dict[str, int]]:
                 for kind in ("artist", "label")}
 
 
+# A page of 1,000 pending names on a busy 2-core machine can take longer than Playwright's 5 s
+expect.set_options(timeout=30_000)
+
+
 def log_in(page: Page, base: str) -> None:
+    page.set_default_timeout(60_000)
     page.goto(f"{base}/admin/login")
     page.fill("input[name=username]", USER)
     page.fill("input[name=password]", PASSWORD)
