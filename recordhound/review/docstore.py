@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -130,6 +131,7 @@ class SqliteDocStore(DocStore):
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._lock = threading.Lock()
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self.db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
@@ -145,8 +147,10 @@ class SqliteDocStore(DocStore):
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One transaction at a time on the shared connection: the admin's request threads and its
+        apply worker use one store (two BEGINs on one connection fail)."""
         try:
-            with immediate(self.db) as db:
+            with self._lock, immediate(self.db) as db:
                 yield db
         except sqlite3.OperationalError as exc:  # locked or busy past the timeout, disk I/O
             raise ReviewStoreError(f"review queue file {self.path}: {exc}") from exc
