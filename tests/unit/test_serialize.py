@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from scrapy import Request, Spider
+from scrapy import FormRequest, Request, Spider
 
 from recordhound.frontier import serialize
 
@@ -36,3 +36,31 @@ def test_unserializable_requests_name_the_request(make) -> None:  # type: ignore
     spider = _Spider()
     with pytest.raises(serialize.UnserializableRequest, match="cannot store <GET http://shop/>"):
         serialize.dumps(make(spider), spider)
+
+
+class _Other(_Spider):
+    alias = _Spider.parse_item  # a second name of the same method: Scrapy stores the first in name order
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: Request("http://shop/a", callback=s.parse_item, errback=s.on_error, meta={"k": 1}, priority=3),
+    lambda s: Request("http://shop/b"),
+    lambda s: Request("http://shop/c", callback=s.alias, cookies={"a": "b"}, flags=["f"], cb_kwargs={"n": 2}),
+    lambda s: FormRequest("http://shop/d", formdata={"q": "x"}, callback=s.on_error, dont_filter=True),
+])
+def test_to_dict_is_scrapys_to_dict(make) -> None:  # type: ignore[no-untyped-def]
+    spider = _Other()
+    for _ in range(2):  # the second call uses the table of method names
+        request = make(spider)
+        assert serialize.to_dict(request, spider) == request.to_dict(spider=spider)
+
+
+def _late(self: Spider, response: object) -> None: ...
+
+
+def test_a_method_added_after_the_first_request_is_found() -> None:
+    spider = _Spider()
+    serialize.dumps(Request("http://shop/", callback=spider.parse_item), spider)  # the table is made here
+    spider.late = _late.__get__(spider)  # type: ignore[attr-defined]
+    request = Request("http://shop/", callback=spider.late)  # type: ignore[attr-defined]
+    assert serialize.to_dict(request, spider)["callback"] == "late"
