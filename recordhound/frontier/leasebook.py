@@ -22,9 +22,9 @@ from recordhound.frontier.registry import FRONTIER_ID
 
 @dataclass
 class Held:
-    """One lease of this process."""
+    """One lease of this process (its Lease made once: the renewer's list is rebuilt on every tick)."""
 
-    token: int
+    lease: Lease  # (id, token): the token fences every write about it
     tries: int = 0  # failed attempts before this lease
     kind: str = ""  # the profile's link kind ("listing", "product", ...)
     state: dict[str, Any] = field(default_factory=dict)  # the recheck state it was leased with
@@ -45,7 +45,7 @@ class LeaseBook:
         return frontier_id in self._held
 
     def hold(self, entry: Leased, kind: str = "", state: dict[str, Any] | None = None) -> None:
-        self._held[entry.id] = Held(entry.token, entry.tries, kind, state or {})
+        self._held[entry.id] = Held(Lease(entry.id, entry.token), entry.tries, kind, state or {})
 
     def hand(self, request: Request) -> None:
         self.in_hand.append(request)
@@ -57,7 +57,7 @@ class LeaseBook:
         """The lease of a request whose outcome is known, taken out of the book (None: the book
         no longer holds it: the store lost it, or it was already ended)."""
         held = self._held.pop(frontier_id, None)
-        return None if held is None else (Lease(frontier_id, held.token), held)
+        return None if held is None else (held.lease, held)
 
     def children(self) -> list[Entry]:
         """Every child the held requests queued so far."""
@@ -65,11 +65,11 @@ class LeaseBook:
 
     def leases(self) -> list[Lease]:
         """Every (id, token) this process holds: what the renewer renews and reconcile compares."""
-        return [Lease(i, held.token) for i, held in list(self._held.items())]
+        return [held.lease for held in list(self._held.values())]
 
     def drop(self, leases: list[Lease]) -> int:
         """Forget leases the store no longer has (their outcomes are not written); returns how many."""
-        gone = {lease.id for lease in leases if (held := self._held.get(lease.id)) and held.token == lease.token}
+        gone = {lease.id for lease in leases if (held := self._held.get(lease.id)) and held.lease.token == lease.token}
         for frontier_id in gone:
             del self._held[frontier_id]
         if gone:
