@@ -8,9 +8,10 @@ one, scripts included, to the node that holds its keys' slot).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import redis
+if TYPE_CHECKING:
+    import redis
 
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
 SCHEMES = ("redis://", "rediss://", "unix://", *CLUSTER_SCHEMES)
@@ -22,6 +23,8 @@ def is_cluster(url: str) -> bool:
 
 def connect(url: str, **options: Any) -> redis.Redis:
     """A client for ``url``; ``options`` are redis-py's (timeouts, retry, connect hook)."""
+    import redis  # here, not at the top: an embedded crawl checks its URL's scheme without loading redis-py
+
     if is_cluster(url):
         from redis.cluster import RedisCluster
 

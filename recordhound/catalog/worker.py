@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from recordhound import failpoints
 from recordhound.config import ReviewConfig, StoreConfig
-from recordhound.db.engine import make_engine
-from recordhound.catalog.writer import BatchResult, CatalogWriter
-from recordhound.items import Release
-from recordhound.catalog.writer import open_writer
+
+if TYPE_CHECKING:
+    from recordhound.catalog.result import BatchResult
+    from recordhound.catalog.writer import CatalogWriter
+    from recordhound.items import Release
 
 PARENT_CHECK_SECONDS = 0.5
 _writer: CatalogWriter | None = None
@@ -23,6 +25,9 @@ _writer: CatalogWriter | None = None
 
 def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: int | None = None) -> None:
     """Executor initializer: one engine per writer; a writer process exits with its crawler."""
+    from recordhound.catalog.writer import open_writer  # in the writer's process only (not the crawler's)
+    from recordhound.db.engine import make_engine
+
     global _writer
     _writer = open_writer(make_engine(store.database_url), store, review, trusted)
     if parent_pid is not None:

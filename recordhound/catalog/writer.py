@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, select, update
 from recordhound import failpoints
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.catalog import errors, validate
+from recordhound.catalog.result import BatchResult
 from recordhound.db import entities
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
@@ -26,16 +27,6 @@ from recordhound.review.factory import open_queue
 from recordhound.review.queue import PriceHold, ReviewQueue
 from recordhound.review.suggest import NameIndex
 from recordhound.text import catalog_number_key, name_key
-
-
-@dataclass
-class BatchResult:
-    """What one batch did; added up into the crawl's stats and summary."""
-
-    items: int = 0
-    counts: Counter[str] = field(default_factory=Counter)
-    rejections: list[tuple[str, str]] = field(default_factory=list)  # (url or line, reason)
-    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, url, what): written, with a flaw
 
 
 @dataclass(frozen=True)

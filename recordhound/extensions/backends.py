@@ -15,7 +15,6 @@ import os
 from typing import TYPE_CHECKING
 
 from scrapy import signals
-from sqlalchemy.engine import make_url
 
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig
 
@@ -45,6 +44,8 @@ def describe_frontier(config: FrontierConfig, crawl: str) -> str:
 
 
 def describe_store(config: StoreConfig) -> str:
+    from sqlalchemy.engine import make_url  # only when the store is on: a crawl that discards items never loads SQLAlchemy
+
     url = make_url(config.database_url)
     if url.get_backend_name() == "sqlite":
         return f"sqlite ({_relative(url.database or ':memory:')})"
@@ -58,19 +59,22 @@ def describe_review(config: ReviewConfig) -> str:
 
 
 class BackendsBanner:
-    def __init__(self, frontier: FrontierConfig, store: StoreConfig, review: ReviewConfig) -> None:
+    def __init__(self, frontier: FrontierConfig, store: StoreConfig, review: ReviewConfig,
+                 store_enabled: bool = True) -> None:
         self.frontier, self.store, self.review = frontier, store, review
+        self.store_enabled = store_enabled
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BackendsBanner:
         settings = crawler.settings
         banner = cls(FrontierConfig.from_settings(settings), StoreConfig.from_settings(settings),
-                     ReviewConfig.from_settings(settings))
+                     ReviewConfig.from_settings(settings), settings.getbool("RECORDHOUND_STORE_ENABLED"))
         crawler.signals.connect(banner.spider_opened, signal=signals.spider_opened)
         return banner
 
     def spider_opened(self, spider: Spider) -> None:
         profile = getattr(spider, "profile", None)
         crawl = self.frontier.crawl_id or (profile.name if profile is not None else spider.name)
+        store = describe_store(self.store) if self.store_enabled else "off (RECORDHOUND_STORE_ENABLED=false)"
         logger.info("recordhound: frontier %s, store %s, review queue %s", describe_frontier(self.frontier, crawl),
-                    describe_store(self.store), describe_review(self.review))
+                    store, describe_review(self.review))

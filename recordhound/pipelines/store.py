@@ -1,4 +1,8 @@
-"""Store pipeline: upsert releases and offers into the product database in batches."""
+"""Store pipeline: upsert releases and offers into the product database in batches.
+
+The database modules (SQLAlchemy, Alembic, the writer) are imported when the store opens, so a
+crawl that discards its items (RECORDHOUND_STORE_ENABLED=false) never loads them.
+"""
 
 from __future__ import annotations
 
@@ -16,17 +20,11 @@ from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 
 from recordhound import failpoints, signals
+from recordhound.catalog import worker
+from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.errors import record_error
 from recordhound.extensions.health import HEALTH_STAT
-from recordhound.db.engine import make_engine
-from recordhound.db.migrate import upgrade
-from recordhound.catalog import worker
-from recordhound.catalog.errors import is_transient
-from recordhound.catalog.writer import BatchResult
-from recordhound.db.sources import ensure_source, now_iso, update_source_meta
-from recordhound.db.samples import readable_errors, record_sample
-from recordhound.db.offers import touch_offers
 from recordhound.items import Release, Unchanged
 from recordhound.pause import pauses
 from recordhound.pipelines.batcher import Batcher
@@ -63,6 +61,12 @@ class StorePipeline:
         return pipeline
 
     async def open_spider(self) -> None:
+        from recordhound.catalog.errors import is_transient
+        from recordhound.db.engine import make_engine
+        from recordhound.db.migrate import upgrade
+        from recordhound.db.samples import record_sample
+        from recordhound.db.sources import ensure_source, update_source_meta
+
         profile = self.crawler.spider.profile  # type: ignore[union-attr]  # open: the catalog spider, with its profile
         self.engine = make_engine(self.config.database_url)
         if self.config.auto_upgrade:
@@ -70,7 +74,7 @@ class StorePipeline:
         self.source_id = await asyncio.to_thread(
             ensure_source, self.engine, profile.name, profile.kind, profile.base_url)
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
-            "status": "in_progress", "started_at": now_iso(), "error_message": None})
+            "status": "in_progress", "started_at": _now_iso(), "error_message": None})
         await asyncio.to_thread(record_sample, self.engine, self.source_id, {})
         self.trusted = profile.trusted or self.review.trust_new_entities
         self.executor = self._executor()
@@ -119,6 +123,8 @@ class StorePipeline:
         assert self.engine is not None
         engine, resolution = self.engine, timedelta(seconds=self.config.last_seen_resolution_seconds)
 
+        from recordhound.db.offers import touch_offers
+
         def touch() -> None:
             with engine.begin() as conn:
                 touch_offers(conn, self.source_id, [item.url for item in items], datetime.now(UTC), resolution)
@@ -159,6 +165,9 @@ class StorePipeline:
 
     def _publish_progress(self, now: float) -> None:
         """The source's metadata says how the crawl is going (the admin's Crawl status page)."""
+        from recordhound.db.samples import record_sample
+        from recordhound.db.sources import update_source_meta
+
         if self.engine is None:
             return
         elapsed = max(now - self._started, 1e-6)
@@ -173,13 +182,16 @@ class StorePipeline:
     def _progress(self, items_per_minute: float | None) -> dict[str, Any]:
         pages = self.crawler.stats.get_value("response_received_count", 0) if self.crawler.stats else 0
         return {"items": self.counts["items"], "stored": self.counts["stored"], "parked": self.counts["parked"],
-                "pages": pages, "at": now_iso(), "items_per_minute": items_per_minute, "pages_per_second": None}
+                "pages": pages, "at": _now_iso(), "items_per_minute": items_per_minute, "pages_per_second": None}
 
     def _error_recorded(self, kind: str, url: str, message: str) -> None:
-        self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": now_iso()})
+        self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": _now_iso()})
 
     async def _spider_closed(self, reason: str) -> None:
         """Awaited by the engine (an async signal handler): the write runs off the reactor."""
+        from recordhound.db.samples import readable_errors, record_sample
+        from recordhound.db.sources import update_source_meta
+
         if self.engine is None or not self.source_id:
             return
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
@@ -189,13 +201,19 @@ class StorePipeline:
         message = f"crawl health: {unhealthy}" if unhealthy else None
         progress = self._progress(None)
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
-            "status": status, "parsed_at": now_iso(), "finish_reason": reason,
+            "status": status, "parsed_at": _now_iso(), "finish_reason": reason,
             "error_message": message or (readable_errors(errors) if errors else None),
             "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
             "progress": progress,
         })
         await asyncio.to_thread(record_sample, self.engine, self.source_id, progress, True, unhealthy or None)
         self.engine.dispose()
+
+
+def _now_iso() -> str:
+    from recordhound.db.sources import now_iso
+
+    return now_iso()
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:

@@ -15,7 +15,6 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-import extruct
 import jmespath
 from jmespath.parser import ParsedResult
 from scrapy.http import TextResponse
@@ -42,6 +41,8 @@ class StructuredData:
 
     @classmethod
     def of(cls, response: TextResponse, kinds: frozenset[str]) -> StructuredData:
+        import extruct  # with its parsers (rdflib, mf2py, bs4): only for profiles that read structured data
+
         data = cls()
         for kind in sorted(kinds):
             try:
