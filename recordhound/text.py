@@ -19,9 +19,10 @@ def clean(value: str | None) -> str | None:
     """NFC, no invisible characters, single spaces, stripped; ``None`` for nothing left."""
     if value is None:
         return None
-    text = unicodedata.normalize("NFC", value).translate(_INVISIBLE)
-    text = _SPACES.sub(" ", text).strip()
-    return text or None
+    # ASCII is NFC already and has no invisible characters (a third of the cost, on every value
+    # a selector finds); str.split() splits at what ``\s`` matches (both: str.isspace)
+    text = value if value.isascii() else unicodedata.normalize("NFC", value).translate(_INVISIBLE)
+    return " ".join(text.split()) or None
 
 
 def fold(value: str) -> str:

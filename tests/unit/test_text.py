@@ -26,6 +26,16 @@ def test_clean_normalizes_unicode_and_whitespace() -> None:
     assert clean("   ") is None
 
 
+@pytest.mark.parametrize("value", ["a\x1cb\x1f c", "\xa0x\u2003y\u3000", "A\u200b\u00adB", "\u202fz\x85", "plain ascii\t\r\n"])
+def test_clean_collapses_exactly_what_a_regex_whitespace_matches(value: str) -> None:
+    import re
+    import unicodedata
+
+    expected = re.sub(r"\s+", " ", unicodedata.normalize("NFC", value).translate(
+        dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad")))).strip() or None
+    assert clean(value) == expected
+
+
 def test_split_names_keeps_ampersand_names_whole() -> None:
     assert split_names(["A / B feat. C", "Simon & Garfunkel", "A"]) == ["A", "B", "C", "Simon & Garfunkel"]
 
