@@ -5,7 +5,7 @@ what to wait for, the timeout), so the request can be stored in the frontier lik
 This middleware turns it into scrapy-playwright's meta just before the download; those keys
 hold live objects and are never stored (``frontier/serialize.py`` drops them).
 
-Only crawls whose profile renders something start Playwright: ``enable_rendering`` sets the
+Only crawls whose profile renders something start Playwright (and run this middleware): ``enable_rendering`` sets the
 download handlers from the spider's ``from_crawler``, after checking that the browser is there.
 """
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import NotConfigured
 
 from recordhound.exceptions import ConfigError
 
@@ -60,6 +62,9 @@ class RenderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
+        profile = getattr(crawler.spider, "profile", None)
+        if profile is not None and not profile.render:
+            raise NotConfigured  # the source renders no kind of page: no work per request (no message: no WARNING)
         return cls()
 
     def process_request(self, request: Request, spider: Any = None) -> None:
