@@ -116,8 +116,10 @@ def _redis_cpu(url: str) -> float:
 class Bench:
     """One demo shop, one private Redis server (started when a mode needs it), one work folder."""
 
-    def __init__(self, releases: int, seed: int = 17, slow_store: str = "", heartbeat_seconds: float = 0.0) -> None:
+    def __init__(self, releases: int, seed: int = 17, slow_store: str = "", heartbeat_seconds: float = 0.0,
+                 settings: tuple[str, ...] = ()) -> None:
         self.releases, self.seed = releases, seed
+        self.settings = settings  # more "-s NAME=VALUE" for the recordhound nodes
         self.heartbeat_seconds = heartbeat_seconds  # print a progress line this often during a run (0: never)
         self.slow_store = slow_store  # "STALL/PERIOD" seconds: PostgreSQL reached through a stalling proxy
         self.shop = ShopProcess(releases, seed=seed)
@@ -186,7 +188,8 @@ class Bench:
                     "-s", f"EXTENSIONS={json.dumps(PROGRESS)}"]
         extensions = {**project_settings.EXTENSIONS, **PROGRESS}
         command = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", "source=demo", *common, *TRUSTED,
-                   "-s", f"EXTENSIONS={json.dumps(extensions)}", "-s", "RECORDHOUND_SUMMARY_ENABLED=false"]
+                   "-s", f"EXTENSIONS={json.dumps(extensions)}", "-s", "RECORDHOUND_SUMMARY_ENABLED=false",
+                   *self.settings]
         if not mode.store:
             command += ["-s", "RECORDHOUND_STORE_ENABLED=false"]
         if mode.redis:
@@ -255,12 +258,12 @@ def _heartbeat(run: Run, folder: Path, nodes: int) -> None:
 
 def _merge_progress(paths: list[Path], started: float) -> list[tuple[float, int]]:
     """All nodes' samples as one series of (seconds since start, pages so far by every node)."""
-    events = []
+    events: list[tuple[float, int, int]] = []
     for node, path in enumerate(paths):
         if path.exists():
             for line in path.read_text().splitlines():
-                at, pages = line.split()
-                events.append((float(at) - started, node, int(pages)))
+                stamp, count = line.split()
+                events.append((float(stamp) - started, node, int(count)))
     latest: dict[int, int] = {}
     series = []
     for at, node, pages in sorted(events):

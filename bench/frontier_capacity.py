@@ -164,7 +164,7 @@ def main() -> None:
 
 
 def print_report(results: dict[str, list[tuple[int, float, float]]], args: argparse.Namespace) -> None:
-    rows = [("store", "simulated nodes", "pages/s (all nodes)", "store CPU (% of a core)", "Redis CPU ms/page")]
+    rows: list[tuple[str, ...]] = [("store", "simulated nodes", "pages/s (all nodes)", "store CPU (% of a core)", "Redis CPU ms/page")]
     for store, figures in results.items():
         for nodes, rate, cpu in figures:
             rows.append((store, str(nodes), f"{rate:.0f}", f"{cpu * 100:.0f}" if store == "Redis" else "- (in the nodes)",

@@ -9,7 +9,8 @@ store's writer (sampled from /proc every 0.5 s), RSS growth after the first minu
 10 %), and for the embedded frontier its file's bytes per seen URL. 1,000,000 is a valid size (it
 takes hours on a small machine). ``--slow-store STALL/PERIOD`` reaches PostgreSQL through a proxy that
 freezes for STALL of every PERIOD seconds (``bench/slowstore.py``): the memory check with a store
-that cannot keep up; it applies to the PostgreSQL-store modes only.
+that cannot keep up; it applies to the PostgreSQL-store modes only. ``--store-delay SECONDS`` uses the
+writer's own slowness knob instead (an error until recordhound has RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import table  # noqa: E402
 from bench.crawls import MODES, Bench, Run, parse_modes  # noqa: E402
 from bench.slowstore import parse_slowness  # noqa: E402
+from recordhound import settings as project_settings  # noqa: E402
 
 FIRST_MINUTE = 60.0
 HEARTBEAT_SECONDS = 30.0
+STORE_DELAY = "RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS"
 DEFAULT_MODES = "stock,embedded,redis1,embedded-sqlite,redis-postgresql"
 
 
@@ -88,29 +91,46 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
+def store_delay_settings(delay: float, names: list[str]) -> tuple[str, ...]:
+    """The writer's own slowness knob, once the store has one (issue 24's back-pressure work)."""
+    if not delay:
+        return ()
+    if not hasattr(project_settings, STORE_DELAY):
+        raise SystemExit(f"error: --store-delay needs the setting {STORE_DELAY}, which this recordhound does "
+                         "not have yet (back-pressure work); use --slow-store STALL/PERIOD meanwhile")
+    if delay < 0 or not any(MODES[name].store for name in names):
+        raise SystemExit("error: --store-delay must be positive and needs a mode with a store")
+    return ("-s", f"{STORE_DELAY}={delay}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="demo shop releases, comma-separated")
     parser.add_argument("--modes", default=DEFAULT_MODES, help=f"comma-separated, from: {', '.join(MODES)}")
     parser.add_argument("--slow-store", default="", metavar="STALL/PERIOD",
                         help="PostgreSQL behind a proxy that freezes STALL of every PERIOD seconds")
+    parser.add_argument("--store-delay", type=float, default=0.0, metavar="SECONDS",
+                        help="the writer sleeps this long per item (RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS)")
     args = parser.parse_args()
     sizes, names = parse_sizes(args.sizes), parse_modes(args.modes)
     if args.slow_store:
         parse_slowness(args.slow_store)
         if not any(MODES[name].store == "postgresql" for name in names):
             raise SystemExit("error: --slow-store slows the PostgreSQL store: add redis-postgresql to --modes")
+    settings = store_delay_settings(args.store_delay, names)
     print(f"load average at start: {load()} ({os.cpu_count()} CPUs)", flush=True)
     for size in sizes:
         runs: dict[str, Run] = {}
-        with Bench(size, slow_store=args.slow_store, heartbeat_seconds=HEARTBEAT_SECONDS) as bench:
+        with Bench(size, slow_store=args.slow_store, heartbeat_seconds=HEARTBEAT_SECONDS,
+                   settings=settings) as bench:
             for name in names:
                 print(f"{size:,} releases, {MODES[name].label}: crawling (load {load()})", flush=True)
                 runs[name] = bench.run(MODES[name])
                 run = runs[name]
                 print(f"  {run.pages:,} pages in {run.seconds:.0f} s, {run.pages_per_second:.0f} pages/s "
                       f"(load {load()})", flush=True)
-        slow = f"; store slowed: {args.slow_store} s" if args.slow_store else ""
+        slow = f"; PostgreSQL stalled {args.slow_store} s" if args.slow_store else ""
+        slow += f"; writer delay {args.store_delay} s/item" if args.store_delay else ""
         print(f"\n{size:,} releases (one crawl per mode{slow}; load average at end: {load()})")
         print(table([HEADER, *(row(run, runs.get("stock")) for run in runs.values())]) + "\n", flush=True)
 

@@ -49,7 +49,7 @@ def target(name: str, speed: float, cpu: float) -> str:
 
 def report(names: list[str], runs: dict[str, list[Run]]) -> list[tuple[str, ...]]:
     stock = runs["stock"]
-    rows = [("run", "pages/s x stock, per round", "x stock (median)", "CPU ms/page (median)",
+    rows: list[tuple[str, ...]] = [("run", "pages/s x stock, per round", "x stock (median)", "CPU ms/page (median)",
              "CPU x stock, per round", "CPU x stock (median)", "Redis CPU ms/page", "target")]
     for name in names:
         speed = [run.pages_per_second / base.pages_per_second for run, base in zip(runs[name], stock)]
