@@ -6,9 +6,9 @@ Simulated nodes (processes) run what a crawler node asks of the frontier per pag
 can: lease 16 → queue what the pages found (``--new`` unseen and ``--dupes`` already-seen requests per
 page, realistic payloads) and ack the 16, in one ``commit``. Against one private redis-server (a
 free port, nothing persisted) and against one embedded SQLite file (WAL) shared by the processes.
-Printed per backend and node count: pages/s (acked leases) of all nodes together, the store's CPU
-(Redis: ``INFO cpu``; the embedded store has no server, its cost is in the nodes), and Redis CPU ms
-per page. From these: how many crawler nodes at ``--node-pages-per-second`` (a node's measured rate,
+Printed per backend and node count: pages/s (acked leases) of all nodes together, Redis's CPU (from
+``INFO cpu``) per wall second and per page, and the nodes' own CPU per page (for the embedded file,
+which has no server, that is the store's whole cost). From these: how many crawler nodes at ``--node-pages-per-second`` (a node's measured rate,
 e.g. from ``bench/side_by_side.py``) one Redis serves: by the measured ceiling (on a small machine
 the simulated nodes compete with Redis for CPU, so this is a floor) and by Redis's CPU per page
 (one core, Redis executes commands on one thread: the ceiling when clients have cores of their own).
@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -40,6 +40,13 @@ from tests.redisserver import RedisServer  # noqa: E402
 LEASE_COUNT = 16  # what the scheduler leases at a time
 LEASE_SECONDS = 600.0
 SEED_ENTRIES = 5000
+
+
+class Figure(NamedTuple):
+    nodes: int
+    rate: float  # pages/s of all nodes together
+    redis_cpu: float  # Redis CPU seconds per wall second (0 for the embedded store)
+    node_cpu_ms: float  # the simulated nodes' CPU ms per page (the embedded store's whole cost)
 
 
 def payload(key: str) -> str:
@@ -66,6 +73,7 @@ def node_loop(kind: str, where: str, node: int, new: int, dupes: int, ready: Any
     name, pages, serial = f"sim-{node}", 0, 0
     ready.release()
     start.wait()
+    cpu = time.process_time()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         leased = backend.lease(name, LEASE_COUNT, LEASE_SECONDS)
@@ -76,8 +84,9 @@ def node_loop(kind: str, where: str, node: int, new: int, dupes: int, ready: Any
             serial += max(new, dupes)
         backend.commit(found, [x.lease for x in leased], [])
         pages += len(leased)
+    cpu = time.process_time() - cpu
     backend.close()
-    results.put(pages)
+    results.put((pages, cpu))
 
 
 def redis_cpu(url: str) -> float:
@@ -89,8 +98,8 @@ def redis_cpu(url: str) -> float:
     return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
 
-def measure(kind: str, where: str, nodes: int, args: argparse.Namespace) -> tuple[float, float]:
-    """(pages/s of all nodes, store CPU seconds per wall second) for ``nodes`` simulated nodes."""
+def measure(kind: str, where: str, nodes: int, args: argparse.Namespace) -> Figure:
+    """pages/s of all nodes, Redis CPU seconds per wall second, the nodes' CPU ms per page."""
     context = multiprocessing.get_context("spawn")
     ready, start, results = context.Semaphore(0), context.Event(), context.Queue()
     workers = [context.Process(target=node_loop, args=(kind, where, i, args.new, args.dupes, ready, start,
@@ -102,14 +111,15 @@ def measure(kind: str, where: str, nodes: int, args: argparse.Namespace) -> tupl
     before = redis_cpu(where) if kind == "redis" else 0.0
     started = time.monotonic()
     start.set()
-    pages = sum(results.get() for _ in workers)
+    reports = [results.get() for _ in workers]
+    pages, node_cpu = sum(r[0] for r in reports), sum(r[1] for r in reports)
     elapsed = time.monotonic() - started
     cpu = (redis_cpu(where) - before) if kind == "redis" else 0.0
     for worker in workers:
         worker.join()
         if worker.exitcode != 0:
             raise SystemExit(f"a simulated node exited {worker.exitcode}")
-    return pages / elapsed, cpu / elapsed
+    return Figure(nodes, pages / elapsed, cpu / elapsed, node_cpu * 1000 / pages if pages else 0.0)
 
 
 def seed(backend: FrontierBackend) -> None:
@@ -126,16 +136,16 @@ def parse_nodes(text: str) -> list[int]:
     return counts
 
 
-def run_backend(kind: str, where: str, counts: list[int], args: argparse.Namespace) -> list[tuple[int, float, float]]:
+def run_backend(kind: str, where: str, counts: list[int], args: argparse.Namespace) -> list[Figure]:
     backend = open_backend(kind, where)
     seed(backend)
     backend.close()
     figures = []
     for nodes in counts:
-        rate, cpu = measure(kind, where, nodes, args)
-        figures.append((nodes, rate, cpu))
-        print(f"{kind}, {nodes} simulated node(s): {rate:.0f} pages/s"
-              + (f", Redis CPU {cpu * 100:.0f} % of a core" if kind == "redis" else "")
+        figure = measure(kind, where, nodes, args)
+        figures.append(figure)
+        print(f"{kind}, {nodes} simulated node(s): {figure.rate:.0f} pages/s"
+              + (f", Redis CPU {figure.redis_cpu * 100:.0f} % of a core" if kind == "redis" else "")
               + f" (load {'%.2f %.2f %.2f' % os.getloadavg()})", flush=True)
     return figures
 
@@ -163,16 +173,18 @@ def main() -> None:
     print_report(results, args)
 
 
-def print_report(results: dict[str, list[tuple[int, float, float]]], args: argparse.Namespace) -> None:
-    rows: list[tuple[str, ...]] = [("store", "simulated nodes", "pages/s (all nodes)", "store CPU (% of a core)", "Redis CPU ms/page")]
+def print_report(results: dict[str, list[Figure]], args: argparse.Namespace) -> None:
+    rows: list[tuple[str, ...]] = [("store", "simulated nodes", "pages/s (all nodes)", "Redis CPU (% of a core)",
+                                    "Redis CPU ms/page", "nodes' CPU ms/page")]
     for store, figures in results.items():
-        for nodes, rate, cpu in figures:
-            rows.append((store, str(nodes), f"{rate:.0f}", f"{cpu * 100:.0f}" if store == "Redis" else "- (in the nodes)",
-                         f"{cpu * 1000 / rate:.3f}" if store == "Redis" and rate else "-"))
+        for f in figures:
+            redis_side = store == "Redis" and f.rate
+            rows.append((store, str(f.nodes), f"{f.rate:.0f}", f"{f.redis_cpu * 100:.0f}" if redis_side else "-",
+                         f"{f.redis_cpu * 1000 / f.rate:.3f}" if redis_side else "-", f"{f.node_cpu_ms:.3f}"))
     print(f"\nper page: lease (16 at a time), {args.new} new + {args.dupes} seen requests queued, ack; "
           f"{args.seconds:.0f} s per configuration; load average at end: {'%.2f %.2f %.2f' % os.getloadavg()}")
     print(table(rows))
-    nodes, ceiling, cpu = max(results["Redis"], key=lambda figure: figure[1])
+    nodes, ceiling, cpu, _ = max(results["Redis"], key=lambda figure: figure.rate)
     per_core = ceiling / cpu if cpu else 0.0
     print(f"\none Redis's measured ceiling: {ceiling:.0f} pages/s ({nodes} simulated nodes, Redis at "
           f"{cpu * 100:.0f} % of a core) = {ceiling / args.node_pages_per_second:.1f} crawler nodes at "
