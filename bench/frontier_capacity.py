@@ -23,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -66,11 +67,11 @@ def open_backend(kind: str, where: str) -> FrontierBackend:
     return backend
 
 
-def node_loop(kind: str, where: str, node: int, new: int, dupes: int, ready: Any, start: Any,
+def node_loop(kind: str, where: str, node: str, new: int, dupes: int, ready: Any, start: Any,
               seconds: float, results: Any) -> None:
     """One simulated node: lease → enqueue what the pages found → ack, until ``seconds`` are up."""
     backend = open_backend(kind, where)
-    name, pages, serial = f"sim-{node}", 0, 0
+    name, pages, serial = f"sim-{node}", 0, 0  # node: unique per run, so its new requests are unseen
     ready.release()
     start.wait()
     cpu = time.process_time()
@@ -102,7 +103,8 @@ def measure(kind: str, where: str, nodes: int, args: argparse.Namespace) -> Figu
     """pages/s of all nodes, Redis CPU seconds per wall second, the nodes' CPU ms per page."""
     context = multiprocessing.get_context("spawn")
     ready, start, results = context.Semaphore(0), context.Event(), context.Queue()
-    workers = [context.Process(target=node_loop, args=(kind, where, i, args.new, args.dupes, ready, start,
+    run = uuid.uuid4().hex[:8]
+    workers = [context.Process(target=node_loop, args=(kind, where, f"{run}-{i}", args.new, args.dupes, ready, start,
                                                        args.seconds, results)) for i in range(nodes)]
     for worker in workers:
         worker.start()
