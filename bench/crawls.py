@@ -25,6 +25,7 @@ from types import TracebackType
 
 import redis
 
+from bench.slowstore import slow_database_url
 from recordhound import settings as project_settings
 from recordhound.demo.process import ShopProcess
 from recordhound.frontier.sqlite import SqliteFrontier
@@ -148,8 +149,6 @@ class Bench:
         with PostgresDatabase() as database:
             if not self.slow_store:
                 return self._run(mode, database.url)
-            from bench.slowstore import slow_database_url
-
             with slow_database_url(database.url, self.slow_store) as url:
                 return self._run(mode, url)
 
