@@ -2,7 +2,7 @@
 
     python bench/scale.py [--sizes 10000,100000] [--modes stock,embedded,...] [--slow-store 0.75/1]
 
-For each size (demo shop releases; pages are ~1.02x releases) and mode: pages/s over the whole crawl
+For each size (demo shop releases; pages are ~1.1x releases) and mode: pages/s over the whole crawl
 (x stock when stock ran at that size), CPU ms per page, pages/s in each tenth of the crawl (by pages
 fetched) and the slowest of tenths 2-10 over the first (target >= 0.9), peak RSS of the crawler and of the
 store's writer (sampled from /proc every 0.5 s), RSS growth after the first minute (target: within

@@ -65,7 +65,7 @@ def report(names: list[str], runs: dict[str, list[Run]]) -> list[tuple[str, ...]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--releases", type=int, default=10_000, help="demo shop size (10,000: ~10.2k pages)")
+    parser.add_argument("--releases", type=int, default=10_000, help="demo shop size (10,000: ~11.1k pages)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--modes", default=DEFAULT_MODES, help=f"comma-separated, from: {DEFAULT_MODES}")
     args = parser.parse_args()
