@@ -35,6 +35,7 @@ from recordhound.frontier.backend import Entry  # noqa: E402
 from recordhound.frontier.nodes import claim_node_id  # noqa: E402
 from recordhound.frontier.redis import RedisFrontier  # noqa: E402
 from recordhound.frontier.sqlite import SqliteFrontier  # noqa: E402
+from recordhound.redis_client import crawl_prefix  # noqa: E402
 from tests.services import run_crawl  # noqa: E402
 
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"

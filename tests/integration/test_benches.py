@@ -1,0 +1,52 @@
+"""The crawl benches run end to end at tiny sizes and print their tables (outcomes, never timings)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(script: str, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_side_by_side_counts_every_page_of_the_shop_in_each_run() -> None:
+    out = bench("side_by_side.py", "--releases", "20", "--rounds", "1", "--modes", "stock,embedded")
+    served = re.search(r"pages served per run: ([\d, ]+);", out)
+    assert served, out
+    pages = {int(p.replace(",", "")) for p in served.group(1).split(", ")}
+    assert min(pages) >= 20 and max(pages) - min(pages) <= 1, out  # 20 product pages, listings, fault links
+    assert re.search(r"^stock Scrapy\s+1\.00\s", out, re.M) and re.search(r"^embedded\s+\d", out, re.M), out
+
+
+def test_scale_prints_tenths_rss_and_frontier_bytes_per_url() -> None:
+    out = bench("scale.py", "--sizes", "40", "--modes", "embedded-sqlite")
+    line = next(line for line in out.splitlines() if line.startswith("embedded + SQLite store"))
+    cells = re.split(r"\s{2,}", line.strip())
+    assert int(cells[1]) >= 40, out  # pages: every product page and the listings
+    assert len(cells[4].split()) == 10, out  # pages/s per tenth of the crawl
+    assert int(cells[-1]) > 0, out  # frontier bytes per seen URL
+
+
+def test_frontier_capacity_prints_both_stores_and_one_redis_ceiling() -> None:
+    out = bench("frontier_capacity.py", "--nodes", "1", "--seconds", "1")
+    assert re.search(r"^Redis\s+1\s+\d+", out, re.M) and re.search(r"^embedded\s+1\s+\d+", out, re.M), out
+    assert "one Redis's measured ceiling:" in out, out
+
+
+def test_a_user_error_is_one_line_and_a_failure() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--modes", "nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and done.stderr.strip().count("\n") == 0 and "accepted:" in done.stderr
