@@ -19,12 +19,14 @@ from recordhound.catalog.writer import open_writer
 
 PARENT_CHECK_SECONDS = 0.5
 _writer: CatalogWriter | None = None
+_delay_per_item = 0.0  # RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS: a deliberately slow store
 
 
 def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: int | None = None) -> None:
     """Executor initializer: one engine per writer; a writer process exits with its crawler."""
-    global _writer
+    global _writer, _delay_per_item
     _writer = open_writer(make_engine(store.database_url), store, review, trusted)
+    _delay_per_item = store.delay_per_item_seconds
     if parent_pid is not None:
         failpoints.kill_with(parent_pid)  # a crash point here takes the whole node down
         threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
@@ -40,4 +42,6 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 def write(source_id: int, items: list[Release]) -> BatchResult:
     assert _writer is not None, "worker.init() was not called in this process"
+    if _delay_per_item:
+        time.sleep(_delay_per_item * len(items))
     return _writer.write(source_id, items)
