@@ -140,9 +140,9 @@ RECORDHOUND_STORE_BATCH_SIZE = 200
 RECORDHOUND_STORE_ANALYZE_ROWS = 100_000
 # A partial batch is written after waiting this long (seconds).
 RECORDHOUND_STORE_FLUSH_SECONDS = 0.5
-# Back-pressure: the crawl pauses while this many items wait for the product DB (collected or
-# being written), and resumes when half of them are stored, so the crawler's memory stays flat
-# when the store is slower than the crawl (count; each holds its page in memory, ~10-20 KB).
+# Back-pressure: the crawl pauses while this many items wait for the product DB (collected or being
+# written; pages still downloading or being parsed count too) and resumes when half of them are stored,
+# so memory stays flat when the store is slower than the crawl (count; ~50 KB of crawler RSS each).
 RECORDHOUND_STORE_MAX_WAITING_ITEMS = 1000
 # Where the product-database writer runs: "process" (a child process, off the crawler's GIL;
 # see bench/crawl_store.py) or "thread" (a thread of the crawler process).

@@ -59,6 +59,15 @@ class Ahead:
             self.sample()
             time.sleep(0.05)
 
+    def wait_paused(self, crawler: Crawler) -> None:
+        """Until the store is behind and the shop has served nothing for a while: the crawl is paused."""
+        quiet, served = 0, -1
+        while crawler.process.poll() is None and quiet < 4:
+            self.sample()
+            now = self.shop.pages_served()
+            quiet, served = (quiet + 1 if now == served and self.most >= BOUND // 2 else 0), now
+            time.sleep(0.1)
+
     def close(self) -> None:
         self.db.engine.dispose()
 
@@ -100,9 +109,7 @@ def test_sigterm_while_paused_for_the_store_stops_cleanly_and_loses_nothing(
         crawler = setup.start(*slow_store(0.05), name="stopped")  # 20 items/s
         resumed: Crawler | None = None
         try:
-            while crawler.process.poll() is None and ahead.most < 2 * BOUND:
-                ahead.sample()  # the store is behind by the bound: the crawl is pausing by now
-                time.sleep(0.05)
+            ahead.wait_paused(crawler)
             crawler.signal(signal.SIGTERM)
             assert crawler.wait(120) == 0, (tmp_path / "stopped.log").read_text()[-3000:]
             stats = crawler.stats()
