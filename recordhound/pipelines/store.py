@@ -85,7 +85,8 @@ class StorePipeline:
         self.unchanged = Batcher(self._touch, self.config.batch_size, self.config.flush_seconds,
                                  self._touched, is_transient, lambda: pause.hold("product store (304s)"),
                                  lambda: pause.release("product store (304s)"),
-                                 self.config.retry_max_seconds, self._backlog("product store behind (304s)"))
+                                 self.config.retry_max_seconds,
+                                 self._backlog("product store behind (304s)", pages=False))
         self.unchanged.start()
         logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())
 
@@ -98,8 +99,9 @@ class StorePipeline:
         await self.batcher.add(item)
         return item
 
-    def _backlog(self, reason: str) -> Backlog:
-        """Back-pressure: pause the crawl (its own reason) while too many items await the store."""
+    def _backlog(self, reason: str, pages: bool = True) -> Backlog:
+        """Back-pressure: pause the crawl (its own reason) while too many items await the store;
+        ``pages``: count the pages on their way to it too (once: the items' batcher does)."""
         pause, stats = pauses(self.crawler), self.crawler.stats
         assert stats is not None
         paused_at = paused_total = 0.0
@@ -109,7 +111,7 @@ class StorePipeline:
             paused_at = time.monotonic()
             stats.inc_value(BACKPRESSURE + "pauses")
             if stats.get_value(BACKPRESSURE + "pauses") == 1:
-                logger.info("%d items wait for the product DB: crawl paused until half of them are stored "
+                logger.info("%d items or pages wait for the product DB: crawl paused until half of them are stored "
                             "(RECORDHOUND_STORE_MAX_WAITING_ITEMS; counted in %spauses)",
                             self.config.max_waiting_items, BACKPRESSURE)
             pause.hold(reason)
@@ -119,8 +121,8 @@ class StorePipeline:
             paused_total += time.monotonic() - paused_at
             stats.set_value(BACKPRESSURE + "paused_seconds", round(paused_total, 1))
             pause.release(reason)
-        return Backlog(self.config.max_waiting_items, hold, release,
-                       lambda: engine_access.pages_in_progress(self.crawler))
+        in_flight = (lambda: engine_access.pages_in_progress(self.crawler)) if pages else (lambda: 0)
+        return Backlog(self.config.max_waiting_items, hold, release, in_flight)
 
     def _record_peak(self) -> None:
         """The most items that ever waited for the store, and the most pages or items counted."""
