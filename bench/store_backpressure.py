@@ -1,10 +1,10 @@
 """Bench: the crawler's memory when the product store is slower than the crawl.
 
-    python bench/store_backpressure.py [--releases 15000] [--delay 0.02] [--redis] [--postgresql]
+    python bench/store_backpressure.py [--releases 15000] [--delay 0.02] [--bound N] [--redis] [--postgresql]
 
 Crawls one demo shop twice with a deliberately slow store (RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS,
 seconds per item): first with back-pressure off (RECORDHOUND_STORE_MAX_WAITING_ITEMS so high it never
-pauses: the baseline), then with the default bound. Prints the crawler process's RSS (not its
+pauses: the baseline), then with the default bound (or ``--bound``). Prints the crawler process's RSS (not its
 writer child's) at each tenth of the crawl, its peak, and the back-pressure stats.
 """
 
@@ -25,7 +25,7 @@ from recordhound.settings import RECORDHOUND_STORE_MAX_WAITING_ITEMS  # noqa: E4
 from tests.integration.crawlers import CrawlSetup  # noqa: E402
 from tests.services import PostgresDatabase, redis_url  # noqa: E402
 
-RUNS = (("back-pressure off (baseline)", 10**9), ("default bound", RECORDHOUND_STORE_MAX_WAITING_ITEMS))
+OFF = 10**9  # a bound the crawl never reaches
 
 
 def rss_mb(pid: int) -> float:
@@ -62,12 +62,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--releases", type=int, default=15000)
     parser.add_argument("--delay", type=float, default=0.02, help="store delay, seconds per item")
+    parser.add_argument("--bound", type=int, default=RECORDHOUND_STORE_MAX_WAITING_ITEMS,
+                        help="RECORDHOUND_STORE_MAX_WAITING_ITEMS of the second run")
     parser.add_argument("--redis", action="store_true", help="the Redis frontier (else embedded)")
     parser.add_argument("--postgresql", action="store_true", help="a PostgreSQL store (else SQLite)")
     args = parser.parse_args()
     results = {}
     with ShopProcess(args.releases, seed=11) as shop, tempfile.TemporaryDirectory() as tmp:
-        for index, (name, bound) in enumerate(RUNS):
+        runs = (("back-pressure off (baseline)", OFF), (f"bound {args.bound}", args.bound))
+        for index, (name, bound) in enumerate(runs):
             work = Path(tmp) / str(index)
             work.mkdir()
             pg = PostgresDatabase() if args.postgresql else None
