@@ -98,6 +98,8 @@ class StoreConfig:
     writer: str  # "process" or "thread"
     retry_max_seconds: float
     analyze_rows: int = 100_000  # 0: never ANALYZE (autovacuum's job)
+    max_waiting_items: int = 1000  # back-pressure: the crawl pauses while this many items await the store
+    delay_per_item_seconds: float = 0.0  # a deliberately slow writer (tests, benches)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
@@ -119,6 +121,8 @@ class StoreConfig:
             writer=_choice(settings, "RECORDHOUND_STORE_WRITER", ("process", "thread")),
             retry_max_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS"),
             analyze_rows=non_negative_int(settings, "RECORDHOUND_STORE_ANALYZE_ROWS"),
+            max_waiting_items=positive_int(settings, "RECORDHOUND_STORE_MAX_WAITING_ITEMS"),
+            delay_per_item_seconds=non_negative_float(settings, "RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS"),
         )
 
 

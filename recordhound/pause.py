@@ -11,6 +11,8 @@ import logging
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from recordhound.frontier import engine_access
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -36,6 +38,7 @@ class EnginePause:
         self.reasons.discard(reason)
         if not self.reasons and self.crawler.engine is not None:
             self.crawler.engine.unpause()
+            engine_access.wake(self.crawler)  # now, not at the engine's next 5-second heartbeat
         elif self.reasons:
             logger.info("%s recovered; the crawl stays paused for: %s", reason, ", ".join(sorted(self.reasons)))
 

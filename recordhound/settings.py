@@ -140,9 +140,16 @@ RECORDHOUND_STORE_BATCH_SIZE = 200
 RECORDHOUND_STORE_ANALYZE_ROWS = 100_000
 # A partial batch is written after waiting this long (seconds).
 RECORDHOUND_STORE_FLUSH_SECONDS = 0.5
+# Back-pressure: the crawl pauses while this many items wait for the product DB (collected or being
+# written; pages still downloading or being parsed count too) and resumes when half of them are stored,
+# so memory stays flat when the store is slower than the crawl (count; ~50 KB of crawler RSS each).
+RECORDHOUND_STORE_MAX_WAITING_ITEMS = 1000
 # Where the product-database writer runs: "process" (a child process, off the crawler's GIL;
 # see bench/crawl_store.py) or "thread" (a thread of the crawler process).
 RECORDHOUND_STORE_WRITER = "process"
+# The writer sleeps this long per item of each batch before writing it: a deliberately slow store
+# for tests and benchmarks of back-pressure (seconds per item; 0: off, as in production).
+RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS = 0.0
 # An offer's last_seen is refreshed at most this often, so re-crawls don't rewrite rows (seconds).
 RECORDHOUND_LAST_SEEN_RESOLUTION_SECONDS = 3600
 # Most recent errors kept in a source's metadata (count).

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 PARENT_CHECK_SECONDS = 0.5
 _writer: CatalogWriter | None = None
+_delay_per_item = 0.0  # RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS: a deliberately slow store
 
 
 def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: int | None = None) -> None:
@@ -28,8 +29,9 @@ def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: in
     from recordhound.catalog.writer import open_writer  # in the writer's process only (not the crawler's)
     from recordhound.db.engine import make_engine
 
-    global _writer
+    global _writer, _delay_per_item
     _writer = open_writer(make_engine(store.database_url), store, review, trusted)
+    _delay_per_item = store.delay_per_item_seconds
     if parent_pid is not None:
         failpoints.kill_with(parent_pid)  # a crash point here takes the whole node down
         threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
@@ -45,4 +47,6 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 def write(source_id: int, items: list[Release]) -> BatchResult:
     assert _writer is not None, "worker.init() was not called in this process"
+    if _delay_per_item:
+        time.sleep(_delay_per_item * len(items))
     return _writer.write(source_id, items)

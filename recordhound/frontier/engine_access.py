@@ -1,4 +1,4 @@
-"""The two things the frontier needs from Scrapy's engine that no public API gives.
+"""The things recordhound needs from Scrapy's engine that no public API gives.
 
 1. ``wake``: ask the engine for requests now, not at its next 5-second heartbeat, when work
    arrives from another node or the crawl is over (``ExecutionEngine._slot.nextcall``).
@@ -25,6 +25,12 @@ def wake(crawler: Crawler) -> bool:
         return False
     nextcall.schedule()
     return True
+
+
+def pages_in_progress(crawler: Crawler) -> int:
+    """Pages the engine holds, from download until their output is processed; 0 if unknown."""
+    inprogress = getattr(getattr(crawler.engine, "_slot", None), "inprogress", None)
+    return len(inprogress) if inprogress is not None else 0
 
 
 def engine_idle(crawler: Crawler) -> bool:

@@ -2,6 +2,13 @@
 
 ``add`` returns a future that resolves when the batch holding the item is committed,
 so an item (and the response that produced it) counts as done only once it is stored.
+
+Back-pressure: every item waiting here holds its response (the page, its parsed tree, its
+lease) in the crawler's memory. ``Backlog`` pauses the crawl while too many items wait
+(``RECORDHOUND_STORE_MAX_WAITING_ITEMS``) and resumes it once the store has caught up, so the
+crawler's memory stays flat however slow the store is. A full batch starts one write task,
+never one per item: those tasks were themselves a backlog that grew with every item added
+while the store was behind.
 """
 
 from __future__ import annotations
@@ -18,19 +25,53 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+class Backlog:
+    """Holds a pause while ``max_items`` or more items wait for the store, counting the pages on
+    their way to it (``in_flight``: downloading or being parsed, their items not yet here); releases
+    it when at most half of that wait. Counting pages in flight too means that what lands after
+    the pause began was already counted: the bound holds within the pages started between two
+    updates. ``peak``: the most items that ever waited; ``peak_load``: the most items or pages."""
+
+    def __init__(self, max_items: int, hold: Callable[[], None], release: Callable[[], None],
+                 in_flight: Callable[[], int] = lambda: 0) -> None:
+        self.max_items, self._hold, self._release, self._in_flight = max_items, hold, release, in_flight
+        self.held = False
+        self.peak = self.peak_load = 0
+
+    def update(self, waiting: int) -> None:
+        load = max(waiting, self._in_flight())
+        self.peak, self.peak_load = max(self.peak, waiting), max(self.peak_load, load)
+        if not self.held and load >= self.max_items:
+            self.held = True
+            self._hold()
+        elif self.held and load <= self.max_items // 2:
+            self.held = False
+            self._release()
+
+
 class Batcher(Generic[T, R]):
     """``is_transient(exc)`` says whether a failed write should be retried (the database is
-    down) rather than failed; while retrying, ``pause``/``resume`` stop and restart the crawl."""
+    down) rather than failed; while retrying, ``pause``/``resume`` stop and restart the crawl.
+    ``backlog``, when given, is told how many items wait after every change."""
 
     def __init__(self, write: Callable[[list[T]], Awaitable[R]], size: int, flush_seconds: float,
                  on_written: Callable[[R], None], is_transient: Callable[[Exception], bool],
-                 pause: Callable[[], None], resume: Callable[[], None], retry_max_seconds: float) -> None:
+                 pause: Callable[[], None], resume: Callable[[], None], retry_max_seconds: float,
+                 backlog: Backlog | None = None) -> None:
         self._write, self._size, self._flush_seconds = write, size, flush_seconds
         self._on_written, self._is_transient = on_written, is_transient
         self._pause, self._resume, self._retry_max = pause, resume, retry_max_seconds
+        self.backlog = backlog
         self._pending: list[tuple[T, asyncio.Future[None]]] = []
+        self._writing = 0  # items of the batch being written
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
+        self._draining: asyncio.Task[None] | None = None  # the one task writing full batches
+
+    @property
+    def waiting(self) -> int:
+        """Items not yet stored: collected, or in the batch being written."""
+        return len(self._pending) + self._writing
 
     def start(self) -> None:
         self._timer = asyncio.ensure_future(self._tick())
@@ -38,24 +79,37 @@ class Batcher(Generic[T, R]):
     def add(self, item: T) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
-        if len(self._pending) >= self._size:
-            asyncio.ensure_future(self.flush())
+        if len(self._pending) >= self._size and (self._draining is None or self._draining.done()):
+            self._draining = asyncio.ensure_future(self._drain())
+        self._tell_backlog()
         return future
+
+    async def _drain(self) -> None:
+        while len(self._pending) >= self._size:
+            await self.flush()
 
     async def flush(self) -> None:
         async with self._lock:
             batch, self._pending = self._pending[: self._size], self._pending[self._size:]
             if not batch:
                 return
+            self._writing = len(batch)
             try:
                 result = await self._write_until_stored([item for item, _ in batch])
             except Exception as exc:  # the database's errors are many; each item gets it
                 for _, future in batch:
                     future.set_exception(exc)
                 return
+            finally:
+                self._writing = 0
+                self._tell_backlog()
             self._on_written(result)
             for _, future in batch:
                 future.set_result(None)
+
+    def _tell_backlog(self) -> None:
+        if self.backlog is not None:
+            self.backlog.update(self.waiting)
 
     async def _write_until_stored(self, items: list[T]) -> R:
         """Retry a transient failure with backoff, the crawl paused, until the batch is stored;
@@ -86,6 +140,7 @@ class Batcher(Generic[T, R]):
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self._flush_seconds)
+            self._tell_backlog()  # pages in flight finish without adding here (a listing, a 304)
             await self.flush()
 
     async def close(self) -> None:

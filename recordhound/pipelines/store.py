@@ -25,9 +25,10 @@ from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.errors import record_error
 from recordhound.extensions.health import HEALTH_STAT
+from recordhound.frontier import engine_access
 from recordhound.items import Release, Unchanged
 from recordhound.pause import pauses
-from recordhound.pipelines.batcher import Batcher
+from recordhound.pipelines.batcher import Backlog, Batcher
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 PROGRESS_EVERY_SECONDS = 10.0
+BACKPRESSURE = "recordhound/backpressure/"  # stats: pauses, paused_seconds, max_waiting_items, max_load
 
 
 class StorePipeline:
@@ -82,12 +84,13 @@ class StorePipeline:
         self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
                                self._written, is_transient, lambda: pause.hold("product store"),
                                lambda: pause.release("product store"),
-                               self.config.retry_max_seconds)
+                               self.config.retry_max_seconds, self._backlog("product store behind"))
         self.batcher.start()
         self.unchanged = Batcher(self._touch, self.config.batch_size, self.config.flush_seconds,
                                  self._touched, is_transient, lambda: pause.hold("product store (304s)"),
                                  lambda: pause.release("product store (304s)"),
-                                 self.config.retry_max_seconds)
+                                 self.config.retry_max_seconds,
+                                 self._backlog("product store behind (304s)", pages=False))
         self.unchanged.start()
         logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())
 
@@ -100,11 +103,44 @@ class StorePipeline:
         await self.batcher.add(item)
         return item
 
+    def _backlog(self, reason: str, pages: bool = True) -> Backlog:
+        """Back-pressure: pause the crawl (its own reason) while too many items await the store;
+        ``pages``: count the pages on their way to it too (once: the items' batcher does)."""
+        pause, stats = pauses(self.crawler), self.crawler.stats
+        assert stats is not None
+        paused_at = paused_total = 0.0
+
+        def hold() -> None:
+            nonlocal paused_at
+            paused_at = time.monotonic()
+            stats.inc_value(BACKPRESSURE + "pauses")
+            if stats.get_value(BACKPRESSURE + "pauses") == 1:
+                logger.info("%d items or pages wait for the product DB: crawl paused until half of them are stored "
+                            "(RECORDHOUND_STORE_MAX_WAITING_ITEMS; counted in %spauses)",
+                            self.config.max_waiting_items, BACKPRESSURE)
+            pause.hold(reason)
+
+        def release() -> None:
+            nonlocal paused_total
+            paused_total += time.monotonic() - paused_at
+            stats.set_value(BACKPRESSURE + "paused_seconds", round(paused_total, 1))
+            pause.release(reason)
+        in_flight = (lambda: engine_access.pages_in_progress(self.crawler)) if pages else (lambda: 0)
+        return Backlog(self.config.max_waiting_items, hold, release, in_flight)
+
+    def _record_peak(self) -> None:
+        """The most items that ever waited for the store, and the most pages or items counted."""
+        backlogs = [b.backlog for b in (self.batcher, self.unchanged) if b is not None and b.backlog]
+        if backlogs and self.crawler.stats is not None:
+            self.crawler.stats.max_value(BACKPRESSURE + "max_waiting_items", max(b.peak for b in backlogs))
+            self.crawler.stats.max_value(BACKPRESSURE + "max_load", max(b.peak_load for b in backlogs))
+
     async def close_spider(self) -> None:
         if self.unchanged is not None:
             await self.unchanged.close()
         if self.batcher is not None:
             await self.batcher.close()
+        self._record_peak()
         if self.executor is not None:
             self.executor.shutdown(wait=True)
 
@@ -147,6 +183,7 @@ class StorePipeline:
         for key, value in result.counts.items():
             stats.inc_value(f"recordhound/store/{key}", value)
         stats.inc_value("recordhound/store/items", result.items)
+        self._record_peak()
         for where, reason in result.rejections:
             record_error(self.crawler, "invalid_item", where, reason)
         for kind, where, what in result.problems:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from recordhound.pipelines.batcher import Batcher
+from recordhound.pipelines.batcher import Backlog, Batcher
 from recordhound.sqlite_tx import immediate
 
 
@@ -52,3 +52,27 @@ def test_a_commit_that_fails_leaves_no_transaction_open(tmp_path: Path) -> None:
     with immediate(writer) as db:  # the next transaction starts normally
         db.execute("INSERT INTO t VALUES (2)")
     assert writer.execute("SELECT x FROM t").fetchall() == [(2,)]
+
+
+def test_a_store_behind_pauses_at_the_bound_and_resumes_at_half_with_one_write_task() -> None:
+    events: list[tuple[str, int]] = []
+    gate = asyncio.Event()
+
+    async def write(items: list[Any]) -> None:
+        await gate.wait()  # the store is behind until the test lets it write
+
+    async def run() -> None:
+        batcher: Batcher[Any, None] = Batcher(write, 2, 60, lambda _: None, lambda exc: False,
+                                              lambda: None, lambda: None, 0.05)
+        batcher.backlog = Backlog(6, lambda: events.append(("hold", batcher.waiting)),
+                                  lambda: events.append(("release", batcher.waiting)))
+        futures = [batcher.add(n) for n in range(8)]  # 8 items: 4 full batches
+        await asyncio.sleep(0)
+        tasks = len(asyncio.all_tasks())
+        assert events == [("hold", 6)] and batcher.waiting == 8
+        gate.set()
+        await asyncio.gather(*futures)
+        assert events == [("hold", 6), ("release", 2)] and batcher.waiting == 0
+        assert tasks <= 2  # this coroutine and one writing task, not one task per item added
+
+    asyncio.run(run())
