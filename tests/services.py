@@ -16,6 +16,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
+ROOT = Path(__file__).resolve().parents[1]  # the checkout under test
+
 PG_ADMIN_URL = os.environ.get(
     "RECORDHOUND_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 PG_START = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
@@ -85,13 +87,21 @@ class CrawlResult:
 TRUSTED = ("-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true")
 
 
+def crawl_env(**values: str) -> dict[str, str]:
+    """The environment of a crawl subprocess: this checkout's recordhound first on its path (the
+    venv's editable install may point at another checkout, e.g. from a git worktree), the
+    project's settings, and ``values``."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "SCRAPY_SETTINGS_MODULE": "recordhound.settings", **values}
+
+
 def run_crawl(workdir: Path, database_url: str, *args: str, timeout: float = 300, trusted: bool = True) -> CrawlResult:
     """`scrapy crawl catalog ARGS` as a real subprocess with its own folder and database.
 
     ``trusted``: the crawl creates the entities it finds (a first import), for tests of
     storing and crawling; the review tests pass False."""
     stats_file = workdir / f"stats-{uuid.uuid4().hex[:8]}.json"
-    env = {**os.environ, "DATABASE_URL": database_url, "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
+    env = crawl_env(DATABASE_URL=database_url)
     command = [sys.executable, "-m", "scrapy", "crawl", "catalog", *args, *(TRUSTED if trusted else ()),
                "-s", f"RECORDHOUND_STATS_FILE={stats_file}", "-s", "LOG_LEVEL=INFO"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

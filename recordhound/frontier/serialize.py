@@ -53,7 +53,7 @@ def to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     names = _method_names.get(spider)
     if names is None:
         names = _method_names[spider] = _methods(spider)
-    callback, errback = _name(names, request.callback), _name(names, request.errback)
+    callback, errback = _name(names, request.callback, spider), _name(names, request.errback, spider)
     if callback is None or errback is None:
         return request.to_dict(spider=spider)
     data: dict[str, Any] = {"url": request.url, "callback": callback[0], "errback": errback[0],
@@ -73,12 +73,16 @@ def _methods(spider: Spider) -> dict[Callable[..., Any], str]:
     return names
 
 
-def _name(names: dict[Callable[..., Any], str], func: Any) -> tuple[Any] | None:
-    """(what to store,) for a callback or errback; None: not a method in the table."""
+def _name(names: dict[Callable[..., Any], str], func: Any, spider: Spider) -> tuple[Any] | None:
+    """(what to store,) for a callback or errback; None: not a method in the table, or the name
+    no longer gives that method (reassigned on the instance: Scrapy's own search decides)."""
     if not callable(func):
         return (func,)  # None, or a name already
-    name = names.get(getattr(func, "__func__", None))  # type: ignore[arg-type]
-    return None if name is None else (name,)
+    function = getattr(func, "__func__", None)
+    name = names.get(function)  # type: ignore[arg-type]
+    if name is None or getattr(getattr(spider, name, None), "__func__", None) is not function:
+        return None
+    return (name,)
 
 
 def loads(payload: str, spider: Spider) -> Request:

@@ -131,7 +131,7 @@ class Batcher(Generic[T, R]):
                     await asyncio.sleep(delay)
                     continue
                 if attempt:
-                    logger.warning("Stored %d items after %d retries; crawl resumed", len(items), attempt)
+                    logger.warning("Stored %d items after %d retries: the product store is back", len(items), attempt)
                 return result
         finally:
             if attempt:

@@ -126,6 +126,11 @@ class StorePipeline:
             stats.set_value(BACKPRESSURE + "paused_seconds", round(paused_total, 1))
             pause.release(reason)
         in_flight = (lambda: engine_access.pages_in_progress(self.crawler)) if pages else (lambda: 0)
+        concurrency = self.crawler.settings.getint("CONCURRENT_REQUESTS")
+        if pages and self.config.max_waiting_items < 2 * concurrency:
+            logger.warning("RECORDHOUND_STORE_MAX_WAITING_ITEMS=%d is under twice CONCURRENT_REQUESTS=%d: pages "
+                           "in flight alone will pause the crawl, a fast store or not",
+                           self.config.max_waiting_items, concurrency)
         return Backlog(self.config.max_waiting_items, hold, release, in_flight)
 
     def _record_peak(self) -> None:

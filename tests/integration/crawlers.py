@@ -18,7 +18,7 @@ from recordhound.frontier.redis import RedisFrontier
 from recordhound.frontier.sqlite import SqliteFrontier
 from recordhound.redis_client import connect, crawl_prefix
 from recordhound.review.docstore import RedisDocStore
-from tests.services import TRUSTED
+from tests.services import TRUSTED, crawl_env
 
 
 class CrawlSetup:
@@ -30,8 +30,7 @@ class CrawlSetup:
         self.prefix = f"rhtest-{uuid.uuid4().hex[:10]}"
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, "DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url,
-                "SCRAPY_SETTINGS_MODULE": "recordhound.settings"}
+        return crawl_env(DATABASE_URL=self.database_url, REDIS_URL=self.redis_url)
 
     def start(self, *settings: str, name: str = "crawl", failpoints: str = "", trusted: bool = True) -> Crawler:
         stats = self.workdir / f"{name}-{uuid.uuid4().hex[:6]}.json"
@@ -137,16 +136,6 @@ class Crawler:
         self.log.close()
 
 
-def wait_for_hits(shop: Any, at_least: int, timeout: float = 60) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        total = shop.get_json("/_stats.json")["total"]
-        if total >= at_least:
-            return int(total)
-        time.sleep(0.05)
-    raise AssertionError(f"the crawl did not reach {at_least} requests in {timeout} s")
-
-
 def wait_nodes_out(nodes: list[Crawler], counts: Any, timeout: float = 240,
                    grace: float = 30) -> tuple[list[int | None], str]:
     """Watch ``nodes`` until the crawl drains (``counts()``, read beside the nodes' own path to the
@@ -180,7 +169,8 @@ def wait_nodes_out(nodes: list[Crawler], counts: Any, timeout: float = 240,
 
 
 def wait_for_pages(shop: Any, at_least: int, timeout: float = 60) -> int:
-    """Like ``wait_for_hits``, counting shop pages only (not the test's own /_stats.json polls)."""
+    """Wait until the shop served ``at_least`` pages: shop pages only, not the test's own
+    /_stats.json polls (counting those, a slow crawl seemed to have reached its mark)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         served = int(shop.pages_served())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -10,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.services import crawl_env
+
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench(script: str, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = crawl_env()
     done = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

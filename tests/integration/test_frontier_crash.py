@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import CrawlSetup, wait_for_hits
+from tests.integration.crawlers import CrawlSetup, wait_for_pages
 from tests.integration.dbcheck import ProductDb
 from tests.services import PostgresDatabase, redis_url
 
@@ -111,10 +111,10 @@ def test_sigterm_finishes_in_flight_work_returns_leases_and_resumes(
     kind: str, tmp_path: Path, shop: ShopProcess, product_db: str
 ) -> None:
     setup = _setup(kind, tmp_path, shop, product_db)
-    before = shop.hits()
+    before, served = shop.hits(), shop.pages_served()
     try:
         crawler = setup.start(name="stopped")
-        wait_for_hits(shop, sum(before.values()) + 400)
+        wait_for_pages(shop, served + 400)
         crawler.signal(signal.SIGTERM)
         assert crawler.wait(120) == 0, (tmp_path / "stopped.log").read_text()[-3000:]
         counts = setup.counts()

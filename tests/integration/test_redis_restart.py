@@ -20,7 +20,7 @@ from recordhound.catalog.apply import ApplyWorker
 from recordhound.review.docstore import RedisDocStore
 from recordhound.catalog.writer import open_writer
 from recordhound.review.queue import PARKED, ReviewQueue
-from tests.integration.crawlers import CrawlSetup, wait_for_hits
+from tests.integration.crawlers import CrawlSetup, wait_for_pages
 from tests.integration.truthcheck import assert_crawl_matches_truth, assert_frontier_clean, assert_product_db_matches
 from tests.services import PostgresDatabase
 
@@ -69,7 +69,7 @@ def test_crawl_survives_a_redis_restart(tmp_path: Path, private_redis: PrivateRe
         setup = CrawlSetup(tmp_path, shop.url, database.url, private_redis.url)
         crawler = setup.start(name="crawl")
         try:
-            wait_for_hits(shop, 500)
+            wait_for_pages(shop, 500)
             private_redis.stop()
             time.sleep(3)  # the crawler notices, pauses and retries
             private_redis.start()
@@ -89,7 +89,7 @@ def test_an_untrusted_crawl_survives_a_redis_restart_every_item_parked_then_appr
         setup = CrawlSetup(tmp_path, shop.url, database.url, private_redis.url)
         crawler = setup.start("RECORDHOUND_STORE_BATCH_SIZE=20", name="crawl", trusted=False)
         try:
-            wait_for_hits(shop, 200)
+            wait_for_pages(shop, 200)
             private_redis.stop()
             time.sleep(5)
             private_redis.start()

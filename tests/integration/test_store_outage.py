@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import CrawlSetup, wait_for_hits
+from tests.integration.crawlers import CrawlSetup, wait_for_pages
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase
 
@@ -16,7 +16,7 @@ def test_database_down_mid_crawl_pauses_then_stores_everything(tmp_path: Path) -
         setup = CrawlSetup(tmp_path, shop.url, database.url)
         crawler = setup.start(name="crawl")
         try:
-            wait_for_hits(shop, 400)
+            wait_for_pages(shop, 400)
             database.lock_out()  # PostgreSQL gone for this crawl: sessions killed, logins refused
             time.sleep(10)
             database.let_in()

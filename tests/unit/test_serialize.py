@@ -64,3 +64,14 @@ def test_a_method_added_after_the_first_request_is_found() -> None:
     spider.late = _late.__get__(spider)  # type: ignore[attr-defined]
     request = Request("http://shop/", callback=spider.late)  # type: ignore[attr-defined]
     assert serialize.to_dict(request, spider)["callback"] == "late"
+
+
+def test_a_name_given_to_another_method_after_the_first_request_is_not_stored_for_the_old_one() -> None:
+    """The table was made with ``parse_item``; once that name means another method, a request for
+    the original one must not come back with the new one (Scrapy's own search decides: it raises)."""
+    spider = _Spider()
+    original = spider.parse_item
+    serialize.dumps(Request("http://shop/", callback=original), spider)  # the table is made here
+    spider.parse_item = _late.__get__(spider)  # type: ignore[method-assign]
+    with pytest.raises(serialize.UnserializableRequest):
+        serialize.dumps(Request("http://shop/", callback=original), spider)
