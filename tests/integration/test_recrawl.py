@@ -22,10 +22,6 @@ from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_frontier_clean, assert_product_db_matches
 from tests.services import PostgresDatabase, redis_url
 
-# due times, epochs and intervals are measured on the clock: these tests share one worker with the
-# other clock-measuring ones, one at a time (tests/conftest.py)
-pytestmark = pytest.mark.xdist_group("timing")
-
 BUNDLED = Path(__file__).parents[2] / "recordhound/sources/profiles/demo.yaml"
 FOLLOW = ("RECORDHOUND_FOLLOW=true", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000", "RECORDHOUND_FOLLOW_PROGRESS_SECONDS=2")
 

@@ -19,10 +19,6 @@ from tests.integration.crawlers import Crawler, CrawlSetup
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
 
-# rates per second, slot expiry and exit lag are measured on the clock: these tests share one worker
-# with the other clock-measuring ones, one at a time (tests/conftest.py)
-pytestmark = pytest.mark.xdist_group("timing")
-
 LIMITS = ("RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND=20", "RECORDHOUND_POLITENESS_CONCURRENCY=4")
 QUICK_RETRIES = ("RECORDHOUND_RETRY_BASE_SECONDS=0.5", "RECORDHOUND_RETRY_CAP_SECONDS=2")
 
