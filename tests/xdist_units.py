@@ -1,28 +1,26 @@
-"""How the suite is shared out among pytest-xdist workers (``--dist loadfile``, in pyproject's addopts).
+"""How the suite is shared out among pytest-xdist workers, and which modules run alone afterwards.
 
-A test module is one unit of work, run on one worker: its module-scoped fixtures (a shop, a crawl) are
-built once. The modules that measure time on a clock (due times, rates per second, lease expiry) form
-one unit together, so that they run one test at a time rather than beside each other. Units start
-slowest first, so that no long one starts last while the other workers sit idle.
-
-pytest 9.2 no longer lets pytest-xdist 3.8 add ``xdist_group`` names to test ids (``--dist loadgroup``
-then shares out single tests), so the grouping is done here, from the module paths.
+``scripts/test.sh`` runs the suite in two passes: every module not on the clock on parallel workers
+(``-n 3 --dist loadfile``: a module is one unit of work, so its module-scoped fixtures, a shop or a
+crawl, are built once), then the modules that measure time on a clock (due times, rates per second,
+the shop's epochs, command latency) in one process with nothing else running. On a 2-core machine
+those compare what happened with a clock; beside two other workers they would measure the load.
+Units start slowest first, so that no long one starts last while the other workers sit idle.
 """
 
 from __future__ import annotations
 
-from xdist.scheduler import LoadFileScheduling
+import pytest
 
-# measured on the clock while several processes run: one test at a time, on one worker
 ON_THE_CLOCK = frozenset({
     "tests/integration/test_recrawl.py",
     "tests/integration/test_retries_politeness.py",
+    "tests/integration/test_frontier_meet.py",  # no Redis command of 10 ms or more
 })
-TIMING = "timing"
+MARK = "on_the_clock"
 
 # the longest units first (a full run's durations); the rest in collection order
 SLOWEST_FIRST = (
-    TIMING,
     "tests/integration/test_review_bulk_browser.py",
     "tests/integration/test_alerts.py",
     "tests/integration/test_frontier_faults.py",
@@ -31,20 +29,12 @@ SLOWEST_FIRST = (
 )
 
 
-def unit_of(nodeid: str) -> str:
-    module = nodeid.split("::", 1)[0]
-    return TIMING if module in ON_THE_CLOCK else module
-
-
-class ModuleUnits(LoadFileScheduling):
-    """``--dist loadfile``, with the clock-measuring modules as one unit (their order: tests/conftest.py)."""
-
-    def _split_scope(self, nodeid: str) -> str:
-        return unit_of(nodeid)
-
-
-def slowest_first(nodeids: list[str]) -> list[str]:
-    """The collection in the order its units are handed out (stable: collection order otherwise); every
-    worker sorts its own collection this way, since the scheduler sends positions in that list."""
-    rank = {unit: n for n, unit in enumerate(SLOWEST_FIRST)}
-    return sorted(nodeids, key=lambda nodeid: rank.get(unit_of(nodeid), len(rank)))
+def arrange(items: list[pytest.Item]) -> None:
+    """Mark the clock-measuring tests (``-m on_the_clock`` selects them) and order the collection
+    slowest unit first; every worker orders its own collection alike (the scheduler hands out
+    positions in it), and ``loadscopereorder`` is off so the order holds."""
+    rank = {module: n for n, module in enumerate(SLOWEST_FIRST)}
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in ON_THE_CLOCK:
+            item.add_marker(MARK)
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))

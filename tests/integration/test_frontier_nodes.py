@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import CrawlSetup, wait_for_hits
+from tests.integration.crawlers import CrawlSetup, wait_for_pages
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
 
@@ -46,7 +46,7 @@ def test_a_node_frozen_past_its_lease_is_fenced_off_and_nothing_is_lost(
     try:
         frozen = setup.start(*LEASE, "DOWNLOAD_DELAY=0.02", name="frozen")
         other = setup.start(*LEASE, "DOWNLOAD_DELAY=0.02", name="other")
-        wait_for_hits(shop, sum(shop.hits().values()) + 60)
+        wait_for_pages(shop, shop.pages_served() + 60)
         deadline = time.monotonic() + 20
         while _leases_of_pid(setup, frozen.process.pid) == 0:  # freeze it while it holds work
             assert time.monotonic() < deadline, "the node never held a lease"
