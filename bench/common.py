@@ -36,6 +36,18 @@ def shop_rate(url: str, paths: Sequence[str], connections: int = 32) -> float:
     return asyncio.run(_load(url, list(paths), connections))
 
 
+def redis_cpu(url: str) -> float:
+    """Seconds of CPU the Redis server at ``url`` has used (INFO cpu: system + user)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        info = client.info("cpu")
+    finally:
+        client.close()
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
 def table(rows: list[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows)

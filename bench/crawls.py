@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-import redis
-
+from bench.common import redis_cpu
 from bench.slowstore import slow_database_url
 from recordhound import settings as project_settings
 from recordhound.demo.process import ShopProcess
@@ -105,15 +104,6 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _redis_cpu(url: str) -> float:
-    client = redis.Redis.from_url(url)
-    try:
-        info = client.info("cpu")
-    finally:
-        client.close()
-    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
-
-
 class Bench:
     """One demo shop, one private Redis server (started when a mode needs it), one work folder."""
 
@@ -157,7 +147,7 @@ class Bench:
         folder.mkdir()
         redis_url = self.redis_url() if mode.redis else ""
         prefix = f"rhbench-{uuid.uuid4().hex[:8]}"
-        redis_before = _redis_cpu(redis_url) if redis_url else 0.0
+        redis_before = redis_cpu(redis_url) if redis_url else 0.0
         served_before = self.shop.pages_served()
         commands = [self._command(mode, folder, node, prefix) for node in range(mode.nodes)]
         env = self._env(mode, database_url, redis_url)
@@ -170,7 +160,7 @@ class Bench:
         run.seconds = time.time() - started
         run.pages = self.shop.pages_served() - served_before
         if redis_url:
-            run.redis_cpu_seconds = _redis_cpu(redis_url) - redis_before
+            run.redis_cpu_seconds = redis_cpu(redis_url) - redis_before
         run.progress = _merge_progress([folder / f"progress{i}.txt" for i in range(mode.nodes)], started)
         failed = [i for i, node in enumerate(nodes) if node.returncode != 0]
         if failed:

@@ -29,9 +29,8 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import redis  # noqa: E402
 
-from bench.common import table  # noqa: E402
+from bench.common import redis_cpu, table  # noqa: E402
 from recordhound.frontier.backend import Entry, FrontierBackend  # noqa: E402
 from recordhound.frontier.redis import RedisFrontier  # noqa: E402
 from recordhound.frontier.sqlite import SqliteFrontier  # noqa: E402
@@ -88,15 +87,6 @@ def node_loop(kind: str, where: str, node: str, new: int, dupes: int, ready: Any
     cpu = time.process_time() - cpu
     backend.close()
     results.put((pages, cpu))
-
-
-def redis_cpu(url: str) -> float:
-    client = redis.Redis.from_url(url)
-    try:
-        info = client.info("cpu")
-    finally:
-        client.close()
-    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
 
 def measure(kind: str, where: str, nodes: int, args: argparse.Namespace) -> Figure:
