@@ -32,13 +32,16 @@ class EnginePause:
         self.reasons.add(reason)
         logger.debug("Crawl paused: %s", ", ".join(sorted(self.reasons)))
 
-    def release(self, reason: str) -> None:
+    def release(self, reason: str, quiet: bool = False) -> None:
+        """``quiet``: a routine resume (back-pressure, counted in stats), not logged as a recovery."""
         if reason not in self.reasons:
             return
         self.reasons.discard(reason)
         if not self.reasons and self.crawler.engine is not None:
             self.crawler.engine.unpause()
             engine_access.wake(self.crawler)  # now, not at the engine's next 5-second heartbeat
+            if not quiet:
+                logger.info("%s recovered; crawl resumed", reason)
         elif self.reasons:
             logger.info("%s recovered; the crawl stays paused for: %s", reason, ", ".join(sorted(self.reasons)))
 

@@ -29,8 +29,8 @@ class Backlog:
     """Holds a pause while ``max_items`` or more items wait for the store, counting the pages on
     their way to it (``in_flight``: downloading or being parsed, their items not yet here); releases
     it when at most half of that wait. Counting pages in flight too means that what lands after
-    the pause began was already counted: the bound holds within the pages started between two
-    updates. ``peak``: the most items that ever waited; ``peak_load``: the most items or pages."""
+    the pause began was already counted; the store pipeline also counts as each page goes to the
+    downloader, so the pause begins at the bound. ``peak``: the most items that ever waited; ``peak_load``: the most items or pages."""
 
     def __init__(self, max_items: int, hold: Callable[[], None], release: Callable[[], None],
                  in_flight: Callable[[], int] = lambda: 0) -> None:
@@ -81,7 +81,7 @@ class Batcher(Generic[T, R]):
         self._pending.append((item, future))
         if len(self._pending) >= self._size and (self._draining is None or self._draining.done()):
             self._draining = asyncio.ensure_future(self._drain())
-        self._tell_backlog()
+        self.tell_backlog()
         return future
 
     async def _drain(self) -> None:
@@ -102,12 +102,13 @@ class Batcher(Generic[T, R]):
                 return
             finally:
                 self._writing = 0
-                self._tell_backlog()
+                self.tell_backlog()
             self._on_written(result)
             for _, future in batch:
                 future.set_result(None)
 
-    def _tell_backlog(self) -> None:
+    def tell_backlog(self) -> None:
+        """Count again (also when a page starts: so the pause begins at the bound, not a tick later)."""
         if self.backlog is not None:
             self.backlog.update(self.waiting)
 
@@ -140,7 +141,7 @@ class Batcher(Generic[T, R]):
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self._flush_seconds)
-            self._tell_backlog()  # pages in flight finish without adding here (a listing, a 304)
+            self.tell_backlog()  # pages in flight finish without adding here (a listing, a 304)
             await self.flush()
 
     async def close(self) -> None:

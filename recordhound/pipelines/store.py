@@ -86,6 +86,7 @@ class StorePipeline:
                                lambda: pause.release("product store"),
                                self.config.retry_max_seconds, self._backlog("product store behind"))
         self.batcher.start()
+        self.crawler.signals.connect(self.batcher.tell_backlog, signal=scrapy_signals.request_reached_downloader)
         self.unchanged = Batcher(self._touch, self.config.batch_size, self.config.flush_seconds,
                                  self._touched, is_transient, lambda: pause.hold("product store (304s)"),
                                  lambda: pause.release("product store (304s)"),
@@ -124,7 +125,7 @@ class StorePipeline:
             nonlocal paused_total
             paused_total += time.monotonic() - paused_at
             stats.set_value(BACKPRESSURE + "paused_seconds", round(paused_total, 1))
-            pause.release(reason)
+            pause.release(reason, quiet=True)
         in_flight = (lambda: engine_access.pages_in_progress(self.crawler)) if pages else (lambda: 0)
         concurrency = self.crawler.settings.getint("CONCURRENT_REQUESTS")
         if pages and self.config.max_waiting_items < 2 * concurrency:
