@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _SPACES = re.compile(r"\s+")
@@ -27,12 +28,18 @@ def clean(value: str | None) -> str | None:
 
 def fold(value: str) -> str:
     """Lower case without diacritics, punctuation or repeated spaces."""
-    decomposed = unicodedata.normalize("NFKD", value.casefold())
-    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    bare = bare.replace("&", " and ").replace("ß", "ss").replace("ø", "o").replace("đ", "d")
+    if value.isascii():  # NFKD leaves ASCII as it is and finds no combining marks in it
+        bare = value.lower().replace("&", " and ")
+    else:
+        decomposed = unicodedata.normalize("NFKD", value.casefold())
+        bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+        bare = bare.replace("&", " and ").replace("ß", "ss").replace("ø", "o").replace("đ", "d")
     return _SPACES.sub(" ", _NOT_WORD.sub(" ", bare).replace("_", " ")).strip()
 
 
+# The writer asks for the keys of the same artists, labels, styles and catalogue numbers batch after
+# batch (each item's names, then the stored rows it is matched with): pure functions, so cached.
+@lru_cache(maxsize=1 << 16)
 def name_key(value: str) -> str:
     """The matching key of an artist, label or style name.
 
@@ -46,6 +53,7 @@ def name_key(value: str) -> str:
     return fold(text)
 
 
+@lru_cache(maxsize=1 << 16)
 def catalog_number_key(value: str) -> str:
     """Catalogue numbers compare without case, spaces or punctuation: "WARP-CD 92" = "warpcd92"."""
     return "".join(ch for ch in fold(value) if ch.isalnum())

@@ -1,11 +1,23 @@
-"""Apply a profile's selectors to a response: links by kind, and the raw fields of a product."""
+"""Apply a profile's selectors to a response: links by kind, and the raw fields of a product.
+
+Selectors run as compiled XPath on the page's lxml tree (the one ``response.selector`` parsed):
+the same XPath parsel's ``.css()``/``.xpath()`` would run (its CSS translators, its ``re:`` and
+``set:`` namespaces and ``has-class()``), and the same strings its ``.getall()`` returns, without
+a ``Selector`` object per match (a third of the extraction's CPU on a listing of 48 links).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urljoin
 
-from parsel import Selector, SelectorList
+from lxml import etree
+from parsel import Selector
+from parsel.csstranslator import GenericTranslator, HTMLTranslator
 from scrapy.http import TextResponse
+from scrapy.utils.response import get_base_url
 
 from recordhound.items import RawOffer, RawRelease
 from recordhound.sources.profile import MANY_FIELDS, STRUCTURED_KINDS, FieldSpec, OffersSpec, Profile, SelectorSpec
@@ -28,13 +40,50 @@ class FieldMatch:
         return self.selector is not None and (self.selector.kind in STRUCTURED_KINDS or self.selector.machine)
 
 
+_NAMESPACES = {"re": "http://exslt.org/regular-expressions", "set": "http://exslt.org/sets"}  # parsel's
+_TRANSLATORS = {"html": HTMLTranslator(), "xml": GenericTranslator()}
+_SERIALIZE = {"html": "html", "xml": "xml"}
+
+
+@lru_cache(maxsize=4096)
+def compiled(kind: str, query: str, doc_type: str = "html") -> etree.XPath:
+    """A css or xpath selector as the XPath parsel would evaluate, compiled once."""
+    path = _TRANSLATORS[doc_type].css_to_xpath(query) if kind == "css" else query
+    try:
+        return etree.XPath(path, namespaces=_NAMESPACES, smart_strings=False)
+    except etree.XPathError as exc:
+        raise ValueError(f"XPath error: {exc} in {query}") from exc
+
+
+def strings(node: Selector, kind: str, query: str) -> list[str]:
+    """What ``node.css(query).getall()`` (or ``.xpath``) returns: text and attribute values as
+    they are, elements as markup, booleans as "1"/"0", numbers as ``str``."""
+    doc_type = "xml" if node.type == "xml" else "html"
+    root = node.root
+    if not hasattr(root, "xpath"):  # a text or attribute value: nothing below it
+        return []
+    try:
+        found = compiled(kind, query, doc_type)(root)
+    except etree.XPathError as exc:
+        raise ValueError(f"XPath error: {exc} in {query}") from exc
+    return [_string(value, _SERIALIZE[doc_type]) for value in (found if isinstance(found, list) else [found])]
+
+
+def _string(value: Any, method: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, etree._Element):
+        return etree.tostring(value, method=method, encoding="unicode", with_tail=False)
+    return str(value)
+
+
 def select_all(response: TextResponse, selector: SelectorSpec, data: StructuredData | None = None) -> list[str]:
     if selector.kind in STRUCTURED_KINDS:
         found = data.search(selector.kind, selector.query) if data is not None else []
-    elif selector.kind == "css":
-        found = response.css(selector.query).getall()
     else:
-        found = response.xpath(selector.query).getall()
+        found = strings(response.selector, selector.kind, selector.query)
     return [v for v in (clean(x) for x in found) if v]
 
 
@@ -54,7 +103,8 @@ def match_field(response: TextResponse, spec: FieldSpec, data: StructuredData | 
 
 
 def extract_links(response: TextResponse, selectors: tuple[SelectorSpec, ...]) -> list[str]:
-    urls = [response.urljoin(href) for s in selectors for href in select_all(response, s)]
+    base = get_base_url(response)  # what response.urljoin joins with, looked up once
+    urls = [urljoin(base, href) for s in selectors for href in select_all(response, s)]
     return list(dict.fromkeys(urls))
 
 
@@ -89,16 +139,15 @@ def extract_offers(response: TextResponse, profile: Profile, data: StructuredDat
     return []
 
 
-def select_elements(response: TextResponse, selector: SelectorSpec) -> SelectorList[Selector]:
-    return response.css(selector.query) if selector.kind == "css" else response.xpath(selector.query)
+def select_elements(response: TextResponse, selector: SelectorSpec) -> list[Selector]:
+    return list(response.css(selector.query) if selector.kind == "css" else response.xpath(selector.query))
 
 
 def _offer(element: Selector, spec: OffersSpec) -> RawOffer:
     offer = RawOffer()
     for name, selectors in spec.fields.items():
         for selector in selectors:
-            found = element.css(selector.query) if selector.kind == "css" else element.xpath(selector.query)
-            values = [v for v in (clean(x) for x in found.getall()) if v]
+            values = [v for v in (clean(x) for x in strings(element, selector.kind, selector.query)) if v]
             if values:
                 setattr(offer, name, " ".join(values))
                 break

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from recordhound.text import clean, name_key, parse_bool, parse_year, preferred_spelling, split_catalog_numbers, split_names
+from recordhound.text import clean, fold, name_key, parse_bool, parse_year, preferred_spelling, split_catalog_numbers, split_names
 
 
 @pytest.mark.parametrize("spellings", [
@@ -14,6 +14,16 @@ from recordhound.text import clean, name_key, parse_bool, parse_year, preferred_
 ])
 def test_spellings_of_one_name_share_a_key(spellings: tuple[str, ...]) -> None:
     assert len({name_key(s) for s in spellings}) == 1
+
+
+@pytest.mark.parametrize(("value", "key"), [
+    ("AC/DC & Friends_2", "ac dc and friends 2"),  # ASCII: the fast path
+    ("  Sly &  the Family-Stone!! ", "sly and the family stone"),
+    ("Motörhead & Friends", "motorhead and friends"),  # the same rules past ASCII
+    ("Straße_Ø", "strasse o"),
+])
+def test_fold_keys_ascii_and_other_text_alike(value: str, key: str) -> None:
+    assert fold(value) == key
 
 
 def test_different_names_keep_different_keys() -> None:
