@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, tuple_, update
 
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Label, Offer, Release, ReleaseArtist, ReleaseCatno, ReleaseStyle
@@ -139,8 +139,15 @@ def by_names(conn: Connection, wanted: list[Wanted]) -> dict[int, str]:
     its matching key), year and artists: the last step of matching."""
     if not wanted:
         return {}
+    # by title and year together: a common title ("Greatest Hits") names more stored releases the
+    # bigger the catalog grows, and each of them would be loaded with its artists, batch after batch
+    dated = {(item.title, item.year) for item in wanted if item.year is not None}
+    undated = {item.title for item in wanted if item.year is None}
+    found_by = [tuple_(Release.title, Release.year).in_(sorted(dated))] if dated else []
+    if undated:
+        found_by.append(and_(Release.title.in_(undated), Release.year.is_(None)))
     rows = conn.execute(select(Release.id, Release.natural_key, Release.title, Release.year)
-                        .where(Release.title.in_({item.title for item in wanted})).order_by(Release.id)).all()
+                        .where(or_(*found_by)).order_by(Release.id)).all()
     if not rows:
         return {}
     artists = _artists(conn, [r.id for r in rows])

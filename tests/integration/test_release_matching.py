@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from recordhound.catalog.writer import CatalogWriter
+from recordhound.items import Release
 from recordhound.db.sources import ensure_source
 from recordhound.normalize import normalize_release
 from recordhound.sources.extract import extract_release
@@ -101,3 +102,19 @@ def test_a_stock_state_that_was_not_read_keeps_the_known_one(writer: CatalogWrit
     assert _rows(writer, "SELECT o.external_id, s.old_availability, s.new_availability FROM stock_changes s "
                          "JOIN offers o ON o.id = s.offer_id ORDER BY s.id") == [
         ("a-lp", "in_stock", "sold_out"), ("a-lp", "sold_out", "in_stock")]  # back in stock: one transition
+
+
+def test_the_same_title_and_artists_match_only_with_the_same_year_or_both_undated(writer: CatalogWriter) -> None:
+    sources = _sources(writer, "abcde")
+
+    def record(shop: str, year: int | None) -> Release:
+        item = _album("12.00", "8.00", shop=shop, catno=None, label=None, barcodes=(None, None))
+        item.year = year  # no catalogue number, label or barcode: title + year + artists decide
+        return item
+
+    for shop, year in (("a", None), ("b", 1999), ("c", None), ("d", 1999)):
+        writer.write(sources[shop], [record(shop, year)])
+    writer.write(sources["e"], [record("e", 1999), record("f", None)])  # both kinds in one batch
+    assert _release_of(writer) == {"a-lp": 1, "a-cd": 1, "b-lp": 2, "b-cd": 2, "c-lp": 1, "c-cd": 1,
+                                   "d-lp": 2, "d-cd": 2, "e-lp": 2, "e-cd": 2, "f-lp": 1, "f-cd": 1}
+    assert _rows(writer, "SELECT id, year FROM releases ORDER BY id") == [(1, None), (2, 1999)]
