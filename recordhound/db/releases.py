@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, func, insert, or_, select, tuple_, update
 
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Label, Offer, Release, ReleaseArtist, ReleaseCatno, ReleaseStyle
@@ -143,7 +143,7 @@ def by_names(conn: Connection, wanted: list[Wanted]) -> dict[int, str]:
     # bigger the catalog grows, and each of them would be loaded with its artists, batch after batch
     dated = {(item.title, item.year) for item in wanted if item.year is not None}
     undated = {item.title for item in wanted if item.year is None}
-    found_by = [tuple_(Release.title, Release.year).in_(sorted(dated))] if dated else []
+    found_by: list[ColumnElement[bool]] = [tuple_(Release.title, Release.year).in_(sorted(dated))] if dated else []
     if undated:
         found_by.append(and_(Release.title.in_(undated), Release.year.is_(None)))
     rows = conn.execute(select(Release.id, Release.natural_key, Release.title, Release.year)
