@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
@@ -172,7 +173,7 @@ class Profile:
     platform: str | None = None  # "shopify": from /products.json; "woocommerce": from the Store API
     visible_text: bool = False  # schema.org with no field named: price, id, stock also from the page's text
 
-    @property
+    @cached_property  # asked on every product page
     def structured_kinds(self) -> frozenset[str]:
         """The structured-data syntaxes any field reads (extracted once per page)."""
         return frozenset(s.kind for f in self.fields.values() for s in f.selectors if s.kind in STRUCTURED_KINDS)

@@ -288,6 +288,8 @@ def _forbidden_by_robots(failure: Failure) -> bool:
 
 def _undecodable(response: Response) -> str | None:
     """Why the page's bytes are not text in its own encoding, or None."""
+    if isinstance(response, TextResponse) and "\ufffd" not in response.text:
+        return None  # decoded (for the selectors) with every bad byte replaced by U+FFFD: none was
     encoding = getattr(response, "encoding", None) or "utf-8"
     try:
         response.body.decode(encoding)

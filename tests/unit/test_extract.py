@@ -54,3 +54,15 @@ def test_listing_links_by_kind() -> None:
     products = extract_links(response, profile.links["product"].selectors)
     assert len(products) == 47  # 40 per page + the dead, the moved, the looping, the untitled, three unstorable
     assert extract_links(response, profile.links["pagination"].selectors) == [BASE + "/catalog?page=2"]
+
+
+def test_a_page_is_undecodable_only_for_bytes_its_encoding_cannot_read() -> None:
+    from recordhound.spiders.catalog import _undecodable
+
+    def page(body: bytes) -> HtmlResponse:
+        return HtmlResponse(BASE + "/x", body=body, headers={"Content-Type": "text/html; charset=utf-8"})
+
+    assert _undecodable(page("<p>Bj\u00f6rk</p>".encode())) is None
+    assert _undecodable(page("<p>a real \ufffd in the text</p>".encode())) is None  # well-formed U+FFFD
+    problem = _undecodable(page(b"<p>Bj\xf6rk</p>"))  # Latin-1 bytes in a page that says UTF-8
+    assert problem is not None and "offset 5" in problem and "utf-8" in problem
