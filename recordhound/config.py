@@ -97,9 +97,9 @@ class StoreConfig:
     errors_kept: int
     writer: str  # "process" or "thread"
     retry_max_seconds: float
-    analyze_rows: int = 100_000  # 0: never ANALYZE (autovacuum's job)
-    max_waiting_items: int = 1000  # back-pressure: the crawl pauses while this many items await the store
-    delay_per_item_seconds: float = 0.0  # a deliberately slow writer (tests, benches)
+    analyze_rows: int  # 0: never ANALYZE (autovacuum's job)
+    max_waiting_items: int  # back-pressure: the crawl pauses while this many items await the store
+    delay_per_item_seconds: float  # a deliberately slow writer (tests, benches)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
