@@ -149,7 +149,7 @@ def _leases(setup: CrawlSetup, crawler: Crawler) -> tuple[int, Counts]:
         backend.close()
 
 
-def _wait_quiet(shop: ShopProcess, crawler: Crawler, seconds: float = 1.0, timeout: float = 120) -> None:
+def _wait_quiet(shop: ShopProcess, crawler: Crawler, seconds: float = 3.0, timeout: float = 120) -> None:
     """Until the shop has served pages and then nothing for ``seconds``: the crawler is paused."""
     deadline, served, since = time.monotonic() + timeout, -1, time.monotonic()
     while True:
@@ -171,8 +171,7 @@ def test_a_node_paused_for_its_store_returns_unstarted_leases_and_another_node_f
         stuck = setup.start(*STUCK_STORE, name="stuck")
         other: Crawler | None = None
         try:
-            _wait_quiet(shop, stuck)
-            time.sleep(1)  # a few ticks of its scheduler
+            _wait_quiet(shop, stuck)  # paused (many ticks of its scheduler ago)
             held, counts = _leases(setup, stuck)
             # what it holds is what it started (items waiting for the store, pages in flight), not its lease batch
             assert 0 < held <= STUCK_BOUND + STUCK_CONCURRENCY, f"the paused node holds {held} leases: {counts}"
