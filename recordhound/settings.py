@@ -76,7 +76,7 @@ RECORDHOUND_CRAWL_ID = ""
 RECORDHOUND_NODE_ID = ""
 # A lease not renewed for this long returns to the queue: the visibility timeout (seconds).
 RECORDHOUND_FRONTIER_LEASE_SECONDS = 60.0
-# Requests leased per round trip (count).
+# Requests leased per round trip; a paused crawl returns those it has not started (count).
 RECORDHOUND_FRONTIER_LEASE_BATCH = 16
 # New requests, acks and failures are written at least this often (seconds).
 RECORDHOUND_FRONTIER_FLUSH_SECONDS = 0.2

@@ -4,8 +4,10 @@
    arrives from another node or the crawl is over (``ExecutionEngine._slot.nextcall``).
 2. ``engine_idle``: nothing is downloading or being scraped, so a handed-out request without an
    outcome is orphaned (``engine.downloader.active``, ``engine.scraper.slot.is_idle()``).
+3. ``paused``: the engine starts no request now (``engine.paused``, set by ``pause()``, which
+   ``recordhound/pause.py`` owns; the telnet console's ``engine.pause()`` too).
 
-Both are Scrapy internals, kept here only. ``tests/unit/test_engine_access.py`` fails when a
+These are Scrapy internals, kept here only. ``tests/unit/test_engine_access.py`` fails when a
 Scrapy release renames them; without them the crawl still works, only slower to notice.
 """
 
@@ -31,6 +33,11 @@ def pages_in_progress(crawler: Crawler) -> int:
     """Pages the engine holds, from download until their output is processed; 0 if unknown."""
     inprogress = getattr(getattr(crawler.engine, "_slot", None), "inprogress", None)
     return len(inprogress) if inprogress is not None else 0
+
+
+def paused(crawler: Crawler) -> bool:
+    """Whether the engine is paused (it asks the scheduler for nothing until it resumes)."""
+    return bool(getattr(crawler.engine, "paused", False))
 
 
 def engine_idle(crawler: Crawler) -> bool:

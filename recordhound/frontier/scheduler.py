@@ -30,7 +30,7 @@ from twisted.internet import threads
 
 from recordhound.config import FrontierConfig
 from recordhound.errors import record_error
-from recordhound.frontier import registry, serialize
+from recordhound.frontier import engine_access, registry, serialize
 from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, Leased, Recheck
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.hostgate import HostGate
@@ -216,8 +216,8 @@ class FrontierScheduler:
         return entry
 
     def next_request(self) -> Request | None:
-        if self.phase == "broken" or self.gate is None:
-            return None
+        if self.phase == "broken" or self.gate is None or engine_access.paused(self.crawler):
+            return None  # Scrapy's loop asks on until its downloader is full: paused, nothing starts or is leased
         if not self.book.in_hand and not self.outage.down:
             if self.buffer.entries:
                 self.flush_safely()  # the engine is idle for want of what sits in our buffer

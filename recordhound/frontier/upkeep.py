@@ -23,8 +23,10 @@ from recordhound.exceptions import RecordhoundError
 from recordhound.frontier import engine_access, lifecycle
 from recordhound.frontier.backend import Counts, FrontierBackend, Lease
 from recordhound.frontier.factory import make_backend
+from recordhound.frontier.registry import FRONTIER_ID
 from recordhound.frontier.renewer import Renewer
 from recordhound.frontier.writes import SeenCache
+from recordhound.pause import pauses
 
 if TYPE_CHECKING:
     from recordhound.frontier.scheduler import FrontierScheduler
@@ -35,6 +37,7 @@ RECLAIM_EVERY_SECONDS = 5.0  # also how often the lease book is reconciled with 
 ORPHAN_TICKS = 3  # ticks the engine must be idle before a handed-out request counts as orphaned
 EXTRA_LEASE_SECONDS = 1.0  # while every request in hand waits for its host, lease more this often
 EXTRA_LEASE_BATCHES = 4  # ... up to this many lease batches in hand
+STAT = "recordhound/frontier/"
 
 
 class Upkeep:
@@ -136,6 +139,8 @@ class Upkeep:
             self.resync()
         if recovering:
             s.outage.recovered()
+        if s.book.in_hand and engine_access.paused(s.crawler):
+            self._return_unstarted()
         self.publish_leases()
         if self.starved and (counts := self.counts()) is not None and (counts.to_fetch or counts.drained):
             engine_access.wake(s.crawler)  # work arrived, or the crawl is over: no need to wait for the heartbeat
@@ -200,6 +205,22 @@ class Upkeep:
         s.inc("reclaimed", reclaimed)
         self.resync()
 
+    def _return_unstarted(self) -> None:
+        """A paused engine starts nothing (the product store is behind or down): the requests leased
+        and not yet handed to it go back to the queue, no attempt counted, so other nodes fetch them
+        meanwhile; ``next_request`` leases again on resume. A pause shorter than a tick returns nothing."""
+        s = self.s
+        assert s.backend is not None
+        leases = [held.lease for request in s.book.in_hand if (held := s.book.get(request.meta[FRONTIER_ID]))]
+        released = s.backend.release(leases)  # an outage raises: the tick's handler pauses; they stay held
+        s.book.drop(leases)  # those the store no longer has (taken over) are not this process's either
+        if released and not s.crawler.stats.get_value(STAT + "released_while_paused"):
+            logger.info("The crawl is paused (%s): %d leased requests not yet started went back to the queue "
+                        "for other nodes; it leases again when it resumes (counted in %sreleased_while_paused)",
+                        ", ".join(sorted(pauses(s.crawler).reasons)) or "by hand", released, STAT)
+        s.inc("released", released)
+        s.inc("released_while_paused", released)
+
     def _fail_orphans(self) -> None:
         """Handed-out requests the engine finished without a callback or errback (an
         IgnoreRequest with no errback, say) would hold their leases forever: fail them."""
@@ -232,12 +253,11 @@ class Upkeep:
         if counts is None:
             return
         stats, elapsed = self.s.crawler.stats.get_stats(), now - self._clock["progress"]
-        stat = "recordhound/frontier/"
-        rechecked = stats.get(stat + "rechecked", 0) - self._marks["rechecked"]
-        self._marks["rechecked"] = stats.get(stat + "rechecked", 0)
+        rechecked = stats.get(STAT + "rechecked", 0) - self._marks["rechecked"]
+        self._marks["rechecked"] = stats.get(STAT + "rechecked", 0)
         logger.info("Following: %d pages re-checked in the last %.0f s (%d unchanged, %d changed in all); "
                     "%d due now, %d leased, %d due in the next hour, %d scheduled later",
-                    rechecked, elapsed, stats.get(stat + "unchanged", 0), stats.get(stat + "changed", 0),
+                    rechecked, elapsed, stats.get(STAT + "unchanged", 0), stats.get(STAT + "changed", 0),
                     counts.to_fetch, counts.leased_total, counts.due_within_hour,
                     counts.scheduled - counts.due_within_hour)
         self._clock["progress"] = now

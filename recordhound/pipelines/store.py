@@ -120,6 +120,7 @@ class StorePipeline:
                             "(RECORDHOUND_STORE_MAX_WAITING_ITEMS; counted in %spauses)",
                             self.config.max_waiting_items, BACKPRESSURE)
             pause.hold(reason)
+            failpoints.hit("store.backpressure_paused")
 
         def release() -> None:
             nonlocal paused_total

@@ -117,6 +117,22 @@ class Crawler:
     def signal(self, signum: int) -> None:
         self.process.send_signal(signum)
 
+    def frozen(self) -> bool:
+        """Stopped by SIGSTOP (a ``stop`` crash point)."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat", encoding="ascii") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+        except OSError:
+            return False
+
+    def wait_frozen(self, timeout: float = 180) -> None:
+        """Until the crawler froze itself at its ``stop`` crash point (fails if it exits or takes too long)."""
+        deadline = time.monotonic() + timeout
+        while not self.frozen():
+            assert self.process.poll() is None, f"exited with {self.process.returncode} before its crash point"
+            assert time.monotonic() < deadline, f"did not reach its crash point in {timeout} s"
+            time.sleep(0.05)
+
     def wait(self, timeout: float = 300) -> int:
         try:
             return self.process.wait(timeout=timeout)

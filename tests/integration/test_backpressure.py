@@ -9,6 +9,9 @@ while the crawl runs). The pause counts the pages on their way to the store too 
 being parsed), so what lands after it began was already counted; only pages started between
 two counts can pass the bound, fewer than one downloader's worth (CONCURRENT_REQUESTS).
 Without back-pressure the same crawl runs the whole catalog (~300 pages) ahead of its store.
+
+A paused node starts nothing, so it returns the requests it leased and had not started (no
+attempt counted): another node on the same frontier fetches them while it waits for its store.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from typing import Any
 import pytest
 
 from recordhound.demo.process import ShopProcess
+from recordhound.frontier.backend import Counts
 from tests.integration.crawlers import CrawlSetup, Crawler
 from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_crawl_matches_truth
-from tests.services import redis_url
+from tests.services import PostgresDatabase, redis_url
 
 RELEASES = 300
 BOUND = 30
@@ -125,3 +129,66 @@ def test_sigterm_while_paused_for_the_store_stops_cleanly_and_loses_nothing(
                     process.ensure_stopped()
             ahead.close()
             setup.cleanup()
+
+
+STUCK_BOUND, STUCK_CONCURRENCY = 4, 2
+STUCK_STORE = (  # a minute per item: once 4 items wait the node stays paused, whatever it leased in hand
+    "RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS=60", f"RECORDHOUND_STORE_MAX_WAITING_ITEMS={STUCK_BOUND}",
+    "RECORDHOUND_STORE_BATCH_SIZE=1", f"CONCURRENT_REQUESTS={STUCK_CONCURRENCY}",
+    f"CONCURRENT_REQUESTS_PER_DOMAIN={STUCK_CONCURRENCY}", "RECORDHOUND_FRONTIER_LEASE_BATCH=40")
+
+
+def _leases(setup: CrawlSetup, crawler: Crawler) -> tuple[int, Counts]:
+    """What ``crawler`` holds in the frontier store, and the crawl's counts."""
+    backend = setup.backend()
+    try:
+        nodes = {node for node, info in backend.nodes().items() if info.pid == crawler.process.pid}
+        counts = backend.counts()
+        return sum(n for node, n in counts.leased.items() if node in nodes), counts
+    finally:
+        backend.close()
+
+
+def _wait_quiet(shop: ShopProcess, crawler: Crawler, seconds: float = 3.0, timeout: float = 120) -> None:
+    """Until the shop has served pages and then nothing for ``seconds``: the crawler is paused."""
+    deadline, served, since = time.monotonic() + timeout, -1, time.monotonic()
+    while True:
+        assert crawler.process.poll() is None and time.monotonic() < deadline, "the crawler never paused"
+        now = shop.pages_served()
+        if now != served:
+            served, since = now, time.monotonic()
+        elif served and time.monotonic() - since >= seconds:
+            return
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("frontier", ["embedded", "redis"])
+def test_a_node_paused_for_its_store_returns_unstarted_leases_and_another_node_fetches_them(
+    frontier: str, tmp_path: Path
+) -> None:
+    with ShopProcess(100, seed=7) as shop, PostgresDatabase() as database:
+        setup = _setup(frontier, tmp_path, shop, database.url)
+        stuck = setup.start(*STUCK_STORE, name="stuck")
+        other: Crawler | None = None
+        try:
+            _wait_quiet(shop, stuck)  # paused (many ticks of its scheduler ago)
+            held, counts = _leases(setup, stuck)
+            # what it holds is what it started (items waiting for the store, pages in flight), not its lease batch
+            assert 0 < held <= STUCK_BOUND + STUCK_CONCURRENCY, f"the paused node holds {held} leases: {counts}"
+            other = setup.start(name="other")
+            deadline = time.monotonic() + 120
+            while (found := _leases(setup, stuck))[1].to_fetch or found[1].leased_total > found[0]:
+                assert time.monotonic() < deadline, f"the other node did not fetch the rest: {found}"
+                assert other.process.poll() is None, (tmp_path / "other.log").read_text()[-3000:]
+                time.sleep(0.2)
+            # still paused (its first item takes a minute to write): all the rest was fetched by the other node
+            assert stuck.process.poll() is None and found[0] <= held, found
+            stuck.kill()  # its started pages come back to the other node, which finishes the crawl
+            assert other.wait(120) == 0, (tmp_path / "other.log").read_text()[-3000:]
+            assert_crawl_matches_truth(setup, shop.truth())
+        finally:
+            for process in (stuck, other):
+                if process is not None:
+                    process.ensure_stopped()
+            setup.cleanup()
+

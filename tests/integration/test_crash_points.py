@@ -4,6 +4,11 @@ Each test makes the crawler SIGKILL itself at one crash point (``recordhound/fai
 checks that it died there (exit by SIGKILL), restarts it, and then compares the product DB
 (PostgreSQL, so sequences are checked too) with the demo shop's truth field by field; ``failed``
 must hold exactly the shop's fault pages and ``frontier verify`` must find nothing.
+
+The same while the crawl is paused by back-pressure (``store.backpressure_paused``: items wait
+for a product store made slow on purpose): killed there, it resumes with a normal store; stopped
+gracefully there (SIGTERM or SIGINT, once), it writes what waits, exits 0 with every lease acked or
+returned, and the next run completes the catalog.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import CrawlSetup
+from tests.integration.crawlers import Crawler, CrawlSetup
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
 
@@ -29,6 +34,10 @@ POINTS = {  # crash point → the hit that kills (mid-crawl, not at the first st
     "store.after_commit": 3,
     "store.after_review": 3,
 }
+SLOW_STORE = (  # 50 items/s, several times slower than the crawl: it pauses for back-pressure again and again
+    "RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS=0.02", "RECORDHOUND_STORE_MAX_WAITING_ITEMS=40",
+    "CONCURRENT_REQUESTS=16", "CONCURRENT_REQUESTS_PER_DOMAIN=16")
+PAUSED = "store.backpressure_paused=%s@3"  # the third pause: batches stored and acked under back-pressure before it
 
 
 @pytest.fixture(scope="module")
@@ -62,4 +71,56 @@ def test_kill_at_crash_point_then_resume_matches_the_truth(
         crash_then_resume(setup, tmp_path, f"{point}=kill@{POINTS[point]}", *STORE)
         assert_crawl_matches_truth(setup, shop.truth())
     finally:
+        setup.cleanup()
+
+
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_kill_while_paused_for_a_slow_store_then_resume_without_it_matches_the_truth(
+    kind: str, tmp_path: Path, shop: ShopProcess, product_db: str,
+) -> None:
+    setup = CrawlSetup(tmp_path, shop.url, product_db, redis_url() if kind == "redis" else "")
+    crashed = setup.start(*STORE, *SLOW_STORE, name="crashed", failpoints=PAUSED % "kill")
+    resumed: Crawler | None = None
+    try:
+        code = crashed.wait(180)
+        assert code == -signal.SIGKILL, f"did not die paused (exit {code}):\n" + \
+            (tmp_path / "crashed.log").read_text()[-3000:]
+        assert setup.counts().leased_total > 0  # the pages whose items waited for the store died unacked
+        resumed = setup.start(*STORE, name="resumed")  # a store at its normal pace
+        assert resumed.wait(300) == 0, (tmp_path / "resumed.log").read_text()[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())
+    finally:
+        for process in (crashed, resumed):
+            if process is not None:
+                process.ensure_stopped()
+        setup.cleanup()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_graceful_stop_while_paused_for_a_slow_store_writes_what_waits_then_resume_matches_the_truth(
+    kind: str, signum: int, tmp_path: Path, shop: ShopProcess, product_db: str,
+) -> None:
+    setup = CrawlSetup(tmp_path, shop.url, product_db, redis_url() if kind == "redis" else "")
+    stopped = setup.start(*STORE, *SLOW_STORE, name="stopped", failpoints=PAUSED % "stop")
+    resumed: Crawler | None = None
+    try:
+        stopped.wait_frozen()  # frozen in the pause; the signal lands the moment it runs again
+        stopped.signal(signum)
+        stopped.signal(signal.SIGCONT)
+        assert stopped.wait(120) == 0, (tmp_path / "stopped.log").read_text()[-3000:]
+        stats = stopped.stats()
+        assert stats["finish_reason"] == "shutdown" and stats["recordhound/backpressure/pauses"] >= 3, stats
+        # every item that waited for the store was written (an item counts as scraped once committed)
+        assert stats["item_scraped_count"] == stats["recordhound/store/items"], stats
+        assert not stats.get("log_count/ERROR"), (tmp_path / "stopped.log").read_text()[-3000:]
+        counts = setup.counts()
+        assert counts.leased_total == 0 and counts.queued > 0, counts  # stored work acked, the rest returned
+        resumed = setup.start(*STORE, name="resumed")
+        assert resumed.wait(300) == 0, (tmp_path / "resumed.log").read_text()[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())
+    finally:
+        for process in (stopped, resumed):
+            if process is not None:
+                process.ensure_stopped()
         setup.cleanup()
