@@ -48,6 +48,13 @@ class Backlog:
             self.held = False
             self._release()
 
+    def close(self) -> None:
+        """The store closes: end a pause still held (pages in flight, or no change since), so that
+        ``release`` sees its end (the time it lasted) and nothing outlives the crawl."""
+        if self.held:
+            self.held = False
+            self._release()
+
 
 class Batcher(Generic[T, R]):
     """``is_transient(exc)`` says whether a failed write should be retried (the database is
@@ -97,15 +104,13 @@ class Batcher(Generic[T, R]):
             try:
                 result = await self._write_until_stored([item for item, _ in batch])
             except Exception as exc:  # the database's errors are many; each item gets it
-                for _, future in batch:
-                    future.set_exception(exc)
+                _resolve(batch, exc)
                 return
             finally:
                 self._writing = 0
                 self.tell_backlog()
             self._on_written(result)
-            for _, future in batch:
-                future.set_result(None)
+            _resolve(batch, None)
 
     def tell_backlog(self) -> None:
         """Count again (also when a page starts: so the pause begins at the bound, not a tick later)."""
@@ -142,10 +147,27 @@ class Batcher(Generic[T, R]):
         while True:
             await asyncio.sleep(self._flush_seconds)
             self.tell_backlog()  # pages in flight finish without adding here (a listing, a 304)
-            await self.flush()
+            await asyncio.shield(self.flush())  # close() stops the timer, never a batch it is writing
 
     async def close(self) -> None:
+        """Stop the timer and write what waits; return once every item added is stored or failed
+        (the batch being written when close began included), with no back-pressure pause held."""
         if self._timer is not None:
             self._timer.cancel()
+        await self.flush()  # after the batch being written, if any (the lock)
         while self._pending:
             await self.flush()
+        if self.backlog is not None:
+            self.backlog.close()
+
+
+def _resolve(batch: list[tuple[T, asyncio.Future[None]]], exc: Exception | None) -> None:
+    """Stored (``exc`` None) or failed; a future its caller cancelled (it stopped waiting) is skipped:
+    setting it would raise, and the rest of the batch would never be told."""
+    for _, future in batch:
+        if future.done():
+            continue
+        if exc is None:
+            future.set_result(None)
+        else:
+            future.set_exception(exc)
