@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from recordhound.pipelines.batcher import Backlog, Batcher
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
     from sqlalchemy import Engine
 
 logger = logging.getLogger(__name__)
@@ -51,6 +53,7 @@ class StorePipeline:
         self.unchanged: Batcher[Unchanged, int] | None = None  # pages that answered 304 (a batch: how many)
         self.executor: Executor | None = None
         self._started = self._last_progress = time.monotonic()
+        self.paused = PausedTime(crawler.stats, config.max_waiting_items)  # back-pressure's stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StorePipeline:
@@ -107,25 +110,15 @@ class StorePipeline:
     def _backlog(self, reason: str, pages: bool = True) -> Backlog:
         """Back-pressure: pause the crawl (its own reason) while too many items await the store;
         ``pages``: count the pages on their way to it too (once: the items' batcher does)."""
-        pause, stats = pauses(self.crawler), self.crawler.stats
-        assert stats is not None
-        paused_at = paused_total = 0.0
+        pause, paused = pauses(self.crawler), self.paused
 
         def hold() -> None:
-            nonlocal paused_at
-            paused_at = time.monotonic()
-            stats.inc_value(BACKPRESSURE + "pauses")
-            if stats.get_value(BACKPRESSURE + "pauses") == 1:
-                logger.info("%d items or pages wait for the product DB: crawl paused until half of them are stored "
-                            "(RECORDHOUND_STORE_MAX_WAITING_ITEMS; counted in %spauses)",
-                            self.config.max_waiting_items, BACKPRESSURE)
+            paused.hold(reason)
             pause.hold(reason)
             failpoints.hit("store.backpressure_paused")
 
         def release() -> None:
-            nonlocal paused_total
-            paused_total += time.monotonic() - paused_at
-            stats.set_value(BACKPRESSURE + "paused_seconds", round(paused_total, 1))
+            paused.release(reason)
             pause.release(reason, quiet=True)
         in_flight = (lambda: engine_access.pages_in_progress(self.crawler)) if pages else (lambda: 0)
         concurrency = self.crawler.settings.getint("CONCURRENT_REQUESTS")
@@ -252,6 +245,36 @@ class StorePipeline:
         })
         await asyncio.to_thread(record_sample, self.engine, self.source_id, progress, True, unhealthy or None)
         self.engine.dispose()
+
+
+class PausedTime:
+    """Back-pressure's stats: ``pauses``, how often the crawl was paused because the store was behind,
+    and ``paused_seconds``, for how long in all. The items' and the 304s' backlogs hold for reasons
+    of their own, at times both at once: the crawl is paused while either holds, and counted once."""
+
+    def __init__(self, stats: StatsCollector, max_waiting_items: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stats, self.max_waiting_items, self.clock = stats, max_waiting_items, clock
+        self.holding: set[str] = set()
+        self.since = self.total = 0.0
+
+    def hold(self, reason: str) -> None:
+        if not self.holding:
+            self.since = self.clock()
+            self.stats.inc_value(BACKPRESSURE + "pauses")
+            if self.stats.get_value(BACKPRESSURE + "pauses") == 1:
+                logger.info("%d items or pages wait for the product DB: crawl paused until half of them are stored "
+                            "(RECORDHOUND_STORE_MAX_WAITING_ITEMS; counted in %spauses)",
+                            self.max_waiting_items, BACKPRESSURE)
+        self.holding.add(reason)
+
+    def release(self, reason: str) -> None:
+        if reason not in self.holding:
+            return
+        self.holding.discard(reason)
+        if not self.holding:
+            self.total += self.clock() - self.since
+            self.stats.set_value(BACKPRESSURE + "paused_seconds", round(self.total, 1))
 
 
 def _now_iso() -> str:
