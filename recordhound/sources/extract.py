@@ -58,7 +58,9 @@ def compiled(kind: str, query: str, doc_type: str = "html") -> etree.XPath:
 def strings(node: Selector, kind: str, query: str) -> list[str]:
     """What ``node.css(query).getall()`` (or ``.xpath``) returns: text and attribute values as
     they are, elements as markup, booleans as "1"/"0", numbers as ``str``."""
-    doc_type = "xml" if node.type == "xml" else "html"
+    if node.type not in _SERIALIZE:  # json and text selectors: parsel's own answer (or its error)
+        return (node.css(query) if kind == "css" else node.xpath(query)).getall()
+    doc_type = node.type
     root = node.root
     if not hasattr(root, "xpath"):  # a text or attribute value: nothing below it
         return []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from parsel import Selector
-from scrapy.http import HtmlResponse, XmlResponse
+from scrapy.http import HtmlResponse, JsonResponse, XmlResponse
 
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.site import build_site
@@ -84,3 +84,11 @@ def test_a_broken_xpath_is_a_value_error_naming_the_query(query: str) -> None:
     with pytest.raises(ValueError, match="XPath error"):
         page.xpath(query)
     assert query in str(raised.value)
+
+
+def test_a_json_page_is_refused_as_parsel_refuses_it() -> None:
+    response = JsonResponse(url="http://shop.test/p/1", body=b'{"title": "x"}')
+    with pytest.raises(ValueError, match="json"):
+        response.css("h1::text").getall()
+    with pytest.raises(ValueError, match="json"):
+        strings(response.selector, "css", "h1::text")
