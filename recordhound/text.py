@@ -38,8 +38,14 @@ def fold(value: str) -> str:
 
 
 # The writer asks for the keys of the same artists, labels, styles and catalogue numbers batch after
-# batch (each item's names, then the stored rows it is matched with): pure functions, so cached.
-@lru_cache(maxsize=1 << 16)
+# batch (each item's names, then the stored rows it is matched with): pure functions, so cached. The
+# names a batch repeats are recent or common: over the 100,000-release demo shop 8,192 keys of each kind
+# answer 92 % (names) and 90 % (catalogue numbers) of the writer's calls, 65,536 answered 98 % and 90 %
+# and held ~30 MB more, filled over the whole crawl.
+KEYS_CACHED = 1 << 13  # keys of each kind kept (least recently used dropped; ~2 MB each)
+
+
+@lru_cache(maxsize=KEYS_CACHED)
 def name_key(value: str) -> str:
     """The matching key of an artist, label or style name.
 
@@ -53,7 +59,7 @@ def name_key(value: str) -> str:
     return fold(text)
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=KEYS_CACHED)
 def catalog_number_key(value: str) -> str:
     """Catalogue numbers compare without case, spaces or punctuation: "WARP-CD 92" = "warpcd92"."""
     return "".join(ch for ch in fold(value) if ch.isalnum())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select, update
@@ -35,17 +37,45 @@ class ReviewPolicy:
     price_threshold_pct: float = 5.0
 
 
+MATCHES_KEPT = 8192  # (source, kind, spelling, entity id) a writer remembers as recorded (~2 MB)
+Match = tuple[int, str, str, int]  # (source id, entity kind, spelling, entity id)
+
+
+class RecentMatches:
+    """The matches a writer found or wrote in the sources' metadata most recently: a batch that
+    names only these skips reading the metadata. At most ``size``: a crawl names more artists
+    and labels than a writer can hold all crawl long; a forgotten one is read again (and found)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._matches: dict[Match, None] = {}  # oldest first
+
+    def __len__(self) -> int:
+        return len(self._matches)
+
+    def covers(self, matches: set[Match]) -> bool:
+        return all(match in self._matches for match in matches)
+
+    def add(self, matches: Iterable[Match]) -> None:
+        for match in matches:
+            self._matches.pop(match, None)  # seen again: the most recent now
+            self._matches[match] = None
+        for old in list(islice(self._matches, max(0, len(self._matches) - self._size))):
+            del self._matches[old]
+
+
 class CatalogWriter:
     """Writes batches of items through the review gate: matched items are upserted, the rest
     parked or rejected in the review queue. Idempotent: the same batch twice changes nothing more."""
 
     def __init__(self, engine: Engine, last_seen_resolution: timedelta, queue: ReviewQueue,
-                 policy: ReviewPolicy = ReviewPolicy(), analyze_rows: int = 100_000) -> None:
+                 policy: ReviewPolicy = ReviewPolicy(), analyze_rows: int = 100_000,
+                 matches_kept: int = MATCHES_KEPT) -> None:
         self.engine, self.queue, self.policy = engine, queue, policy
         self.statistics = Statistics(engine, PRODUCT_TABLES, analyze_rows)
         self.last_seen_resolution = last_seen_resolution
         self._source_names: dict[int, str] = {}  # a source's name never changes
-        self._recorded: set[tuple[int, str, str, int]] = set()  # (source, kind, spelling, id) in its metadata
+        self.recorded = RecentMatches(matches_kept)  # what the sources' metadata holds, lately seen
 
     def write(self, source_id: int, items: list[Release], trusted: bool | None = None) -> BatchResult:
         """Product-DB writes commit first, then the queue is told: a crash in between re-runs
@@ -91,7 +121,7 @@ class CatalogWriter:
                 held = _write(conn, source_id, plan, self.last_seen_resolution,
                               self.policy.price_threshold_pct, counts, problems)
                 recorded = self._record_matches(conn, source_id, plan)
-            self._recorded |= recorded  # committed
+            self.recorded.add(recorded)  # committed
             failpoints.hit("store.after_commit")
             counts["prices_held"] += self.queue.hold_prices(
                 [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
@@ -130,10 +160,10 @@ class CatalogWriter:
         """The source's metadata maps each spelling it used to its entity (``matched_artists``, ...).
 
         Read and rewritten (under the write lock) only when the batch brings something this
-        writer has not recorded yet: most batches of a crawl repeat known names."""
+        writer has not recorded lately: most batches of a crawl repeat known names."""
         seen = {(source_id, kind, spelling, entity_id) for kind, ids in plan.ids.items()
                 for spelling, entity_id in ids.items()}
-        if seen <= self._recorded and not any(plan.created.values()):
+        if self.recorded.covers(seen) and not any(plan.created.values()):
             return seen
         meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
         changed = False

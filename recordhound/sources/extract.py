@@ -8,8 +8,9 @@ a ``Selector`` object per match (a third of the extraction's CPU on a listing of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 from urllib.parse import urljoin
 
@@ -45,14 +46,30 @@ _TRANSLATORS = {"html": HTMLTranslator(), "xml": GenericTranslator()}
 _SERIALIZE = {"html": "html", "xml": "xml"}
 
 
+# A compiled XPath registers libexslt's functions into its own context on every call when its
+# namespaces name one of libexslt's modules (``set:`` here; lxml 6.2, libxml2 2.14): the context keeps
+# ~100 bytes a call for as long as the XPath lives, and these live all crawl (cached). So a compiled
+# XPath gets only the prefixes its expression names, and one that names ``set:`` runs as parsel runs
+# it, with a context per call.
+_PER_CALL = frozenset({"set"})
+
+
 @lru_cache(maxsize=4096)
-def compiled(kind: str, query: str, doc_type: str = "html") -> etree.XPath:
+def compiled(kind: str, query: str, doc_type: str = "html") -> Callable[[etree._Element], Any]:
     """A css or xpath selector as the XPath parsel would evaluate, compiled once."""
     path = _TRANSLATORS[doc_type].css_to_xpath(query) if kind == "css" else query
+    namespaces = {prefix: uri for prefix, uri in _NAMESPACES.items() if f"{prefix}:" in path}
     try:
-        return etree.XPath(path, namespaces=_NAMESPACES, smart_strings=False)
+        xpath = etree.XPath(path, namespaces=namespaces, smart_strings=False)
     except etree.XPathError as exc:
         raise ValueError(f"XPath error: {exc} in {query}") from exc
+    if _PER_CALL.isdisjoint(namespaces):
+        return xpath
+    return partial(_evaluate, path=path, namespaces=namespaces)
+
+
+def _evaluate(root: etree._Element, path: str, namespaces: dict[str, str]) -> Any:
+    return root.xpath(path, namespaces=namespaces, smart_strings=False)
 
 
 def strings(node: Selector, kind: str, query: str) -> list[str]:

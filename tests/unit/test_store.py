@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
 from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.db.models import Source
 from recordhound.db.sources import ensure_source
 from recordhound.review.docstore import SqliteDocStore
 from recordhound.review.queue import ReviewQueue
@@ -65,3 +67,29 @@ def test_catalog_number_spelling_does_not_split_a_release(writer: CatalogWriter)
     writer.write(source, [_item("new", ["A"], catno="ABC-00012"), _item("used", ["A"], catno="ABC 00012")])
     assert _rows(writer, "SELECT count(*) FROM releases") == [(1,)]
     assert _rows(writer, "SELECT count(DISTINCT release_id), count(*) FROM offers") == [(1, 2)]
+
+
+def _matched(writer: CatalogWriter, source: int) -> dict[str, int]:
+    with writer.engine.connect() as conn:
+        meta: dict[str, Any] = conn.execute(select(Source.meta).where(Source.id == source)).scalar_one()
+    return dict(meta["matched_artists"])
+
+
+def test_the_writer_remembers_a_bounded_number_of_matches(tmp_path: Path) -> None:
+    """Every spelling a crawl matched is in its source's metadata; the writer keeps only the recent
+    ones in memory (it kept them all: 38,600 by the end of a crawl of 100,000 releases), and a batch that
+    names a forgotten one finds it there and writes nothing again."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'p.sqlite3'}")
+    upgrade(engine)
+    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
+    writer = CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=100),
+                           matches_kept=50)
+    source = ensure_source(engine, "demo", "html", "http://shop/")
+    for batch in range(6):
+        writer.write(source, [_item(f"s{batch}-{n}", [f"Artist {batch}-{n}"], catno=f"X-{batch}-{n}") for n in range(20)])
+    assert len(writer.recorded) <= 50
+    matched = _matched(writer, source)
+    assert len(matched) == 120
+    again = writer.write(source, [_item("s0-0", ["Artist 0-0"], catno="X-0-0")])
+    assert again.counts["offers_unchanged"] == 1 and again.counts["artists_new"] == 0
+    assert _matched(writer, source) == matched

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
-from recordhound.text import clean, fold, name_key, parse_bool, parse_year, preferred_spelling, split_catalog_numbers, split_names
+from recordhound.text import catalog_number_key, clean, fold, name_key, parse_bool, parse_year, preferred_spelling, split_catalog_numbers, split_names
 
 
 @pytest.mark.parametrize("spellings", [
@@ -71,3 +73,20 @@ def test_preferred_spelling_is_the_natural_one() -> None:
 ])
 def test_a_printed_catalogue_number_may_be_several(printed: str | None, numbers: list[str]) -> None:
     assert split_catalog_numbers(printed) == numbers
+
+
+def test_the_key_caches_hold_a_bounded_amount_of_memory() -> None:
+    """A crawl's writer meets every artist, label and catalogue number of the shop: the caches of
+    their keys keep the recent ones, not all (65,536 of each held ~30 MB, filled over a whole crawl)."""
+    name_key.cache_clear()
+    catalog_number_key.cache_clear()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(50_000):
+            name_key(f"Artist Number {n}")
+            catalog_number_key(f"CAT-{n:06d}")
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 6 * 2**20, f"the key caches hold {held / 2**20:.1f} MB"
