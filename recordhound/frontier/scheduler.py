@@ -38,7 +38,7 @@ from recordhound.frontier.leasebook import Held, LeaseBook
 from recordhound.frontier.outage import Outage
 from recordhound.frontier.outcomes import Outcomes
 from recordhound.frontier.policy import CrawlPolicy
-from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
+from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID, STAT
 from recordhound.frontier.seeding import Seeding
 from recordhound.frontier.engine_signals import EngineSignals
 from recordhound.frontier.upkeep import Upkeep
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 OPEN_TIMEOUT_SECONDS = 30.0  # opening runs on a thread: it may wait for a lock or a slow reset
-STAT = "recordhound/frontier/"
 
 
 class FrontierScheduler:

@@ -23,7 +23,7 @@ from recordhound.exceptions import RecordhoundError
 from recordhound.frontier import engine_access, lifecycle
 from recordhound.frontier.backend import Counts, FrontierBackend, Lease
 from recordhound.frontier.factory import make_backend
-from recordhound.frontier.registry import FRONTIER_ID
+from recordhound.frontier.registry import FRONTIER_ID, STAT
 from recordhound.frontier.renewer import Renewer
 from recordhound.frontier.writes import SeenCache
 from recordhound.pause import pauses
@@ -37,7 +37,6 @@ RECLAIM_EVERY_SECONDS = 5.0  # also how often the lease book is reconciled with 
 ORPHAN_TICKS = 3  # ticks the engine must be idle before a handed-out request counts as orphaned
 EXTRA_LEASE_SECONDS = 1.0  # while every request in hand waits for its host, lease more this often
 EXTRA_LEASE_BATCHES = 4  # ... up to this many lease batches in hand
-STAT = "recordhound/frontier/"
 
 
 class Upkeep:

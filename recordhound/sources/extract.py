@@ -42,8 +42,7 @@ class FieldMatch:
 
 
 _NAMESPACES = {"re": "http://exslt.org/regular-expressions", "set": "http://exslt.org/sets"}  # parsel's
-_TRANSLATORS = {"html": HTMLTranslator(), "xml": GenericTranslator()}
-_SERIALIZE = {"html": "html", "xml": "xml"}
+_TRANSLATORS = {"html": HTMLTranslator(), "xml": GenericTranslator()}  # also: the types compiled here
 
 
 # A compiled XPath registers libexslt's functions into its own context on every call when its
@@ -75,7 +74,7 @@ def _evaluate(root: etree._Element, path: str, namespaces: dict[str, str]) -> An
 def strings(node: Selector, kind: str, query: str) -> list[str]:
     """What ``node.css(query).getall()`` (or ``.xpath``) returns: text and attribute values as
     they are, elements as markup, booleans as "1"/"0", numbers as ``str``."""
-    if node.type not in _SERIALIZE:  # json and text selectors: parsel's own answer (or its error)
+    if node.type not in _TRANSLATORS:  # json and text selectors: parsel's own answer (or its error)
         return (node.css(query) if kind == "css" else node.xpath(query)).getall()
     doc_type = node.type
     root = node.root
@@ -85,10 +84,10 @@ def strings(node: Selector, kind: str, query: str) -> list[str]:
         found = compiled(kind, query, doc_type)(root)
     except etree.XPathError as exc:
         raise ValueError(f"XPath error: {exc} in {query}") from exc
-    return [_string(value, _SERIALIZE[doc_type]) for value in (found if isinstance(found, list) else [found])]
+    return [_string(value, doc_type) for value in (found if isinstance(found, list) else [found])]
 
 
-def _string(value: Any, method: str) -> str:
+def _string(value: Any, method: str) -> str:  # method: "html" or "xml", as parsel serializes
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
