@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from itertools import islice
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select, update
@@ -21,6 +19,7 @@ from recordhound.db.keys import release_key
 from recordhound.db.models import Base, Source
 from recordhound.db.statistics import Statistics
 from recordhound.db.offers import HeldPrice, OfferRow, write_offers
+from recordhound.recent import Recent
 from recordhound.db.releases import ReleaseRow, Wanted, by_barcode, by_catalog_numbers, by_names, stored_keys, write_releases
 from recordhound.items import Offer, Release
 from recordhound.review import gate
@@ -41,29 +40,6 @@ MATCHES_KEPT = 8192  # (source, kind, spelling, entity id) a writer remembers as
 Match = tuple[int, str, str, int]  # (source id, entity kind, spelling, entity id)
 
 
-class RecentMatches:
-    """The matches a writer found or wrote in the sources' metadata most recently: a batch that
-    names only these skips reading the metadata. At most ``size``: a crawl names more artists
-    and labels than a writer can hold all crawl long; a forgotten one is read again (and found)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._matches: dict[Match, None] = {}  # oldest first
-
-    def __len__(self) -> int:
-        return len(self._matches)
-
-    def covers(self, matches: set[Match]) -> bool:
-        return all(match in self._matches for match in matches)
-
-    def add(self, matches: Iterable[Match]) -> None:
-        for match in matches:
-            self._matches.pop(match, None)  # seen again: the most recent now
-            self._matches[match] = None
-        for old in list(islice(self._matches, max(0, len(self._matches) - self._size))):
-            del self._matches[old]
-
-
 class CatalogWriter:
     """Writes batches of items through the review gate: matched items are upserted, the rest
     parked or rejected in the review queue. Idempotent: the same batch twice changes nothing more."""
@@ -75,7 +51,9 @@ class CatalogWriter:
         self.statistics = Statistics(engine, PRODUCT_TABLES, analyze_rows)
         self.last_seen_resolution = last_seen_resolution
         self._source_names: dict[int, str] = {}  # a source's name never changes
-        self.recorded = RecentMatches(matches_kept)  # what the sources' metadata holds, lately seen
+        # what the sources' metadata holds, lately seen: a batch that names only these skips reading it (a
+        # crawl names more artists and labels than a writer can hold all crawl long; a forgotten one is read again)
+        self.recorded: Recent[Match] = Recent(matches_kept)
 
     def write(self, source_id: int, items: list[Release], trusted: bool | None = None) -> BatchResult:
         """Product-DB writes commit first, then the queue is told: a crash in between re-runs
@@ -121,7 +99,7 @@ class CatalogWriter:
                 held = _write(conn, source_id, plan, self.last_seen_resolution,
                               self.policy.price_threshold_pct, counts, problems)
                 recorded = self._record_matches(conn, source_id, plan)
-            self.recorded.add(recorded)  # committed
+            self.recorded.update(recorded)  # committed
             failpoints.hit("store.after_commit")
             counts["prices_held"] += self.queue.hold_prices(
                 [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])

@@ -4,10 +4,10 @@ never stored before the requests its response produced)."""
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 from recordhound import failpoints
+from recordhound.recent import Recent
 from recordhound.frontier.backend import Committed, Entry, Failure, FrontierBackend, Lease, Recheck
 
 
@@ -70,24 +70,7 @@ class WriteBuffer:
         return flushed
 
 
-class SeenCache:
+class SeenCache(Recent[bytes]):
     """The most recent fingerprints this process wrote: a duplicate found here is dropped
     without serializing it or asking the backend. Cleared after a reconnect: a store restored
     from an older snapshot may have lost what this process wrote last."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._fps: dict[bytes, None] = {}
-
-    def __contains__(self, fingerprint: bytes) -> bool:
-        return fingerprint in self._fps
-
-    def update(self, fingerprints: set[bytes]) -> None:
-        self._fps.update(dict.fromkeys(fingerprints))
-        excess = len(self._fps) - self._size
-        if excess > 0:
-            for old in list(itertools.islice(self._fps, excess)):
-                del self._fps[old]
-
-    def clear(self) -> None:
-        self._fps.clear()
