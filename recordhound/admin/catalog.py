@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from sqladmin import ModelView
 from starlette.requests import Request
 
-from recordhound.db.models import Artist, Label, Offer, OfferHistory, Release, Source, Style
+from recordhound.db.models import Artist, Label, Offer, OfferHistory, Release, Source, SourceSpelling, Style
 
 
 class ReadOnly(ModelView):
@@ -127,4 +127,17 @@ class SourceAdmin(WithChart, model=Source):
         return f"{request.url_for('admin:view-chart-crawl-rate')}?source={int(model.id)}"
 
 
-CATALOG_VIEWS = (ReleaseAdmin, ArtistAdmin, LabelAdmin, StyleAdmin, OfferAdmin, OfferHistoryAdmin, SourceAdmin)
+class SpellingAdmin(ReadOnly, model=SourceSpelling):
+    """Which artist, label or style each spelling a source used was matched with."""
+
+    name, name_plural, icon = "Spelling", "Spellings", "fa-solid fa-spell-check"
+    column_list = [SourceSpelling.source_id, SourceSpelling.kind, SourceSpelling.spelling, SourceSpelling.entity_id]
+    column_labels = {SourceSpelling.source_id: "source id", SourceSpelling.entity_id: "entity id"}
+    column_searchable_list = [SourceSpelling.spelling]
+    column_sortable_list = [SourceSpelling.source_id, SourceSpelling.kind, SourceSpelling.spelling]
+    column_default_sort = [(SourceSpelling.source_id, False), (SourceSpelling.kind, False),
+                           (SourceSpelling.spelling, False)]
+
+
+CATALOG_VIEWS = (ReleaseAdmin, ArtistAdmin, LabelAdmin, StyleAdmin, OfferAdmin, OfferHistoryAdmin, SourceAdmin,
+                 SpellingAdmin)

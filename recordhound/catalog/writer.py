@@ -13,7 +13,7 @@ from recordhound import failpoints
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.catalog import errors, validate
 from recordhound.catalog.result import BatchResult
-from recordhound.db import entities
+from recordhound.db import entities, sources
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.keys import release_key
 from recordhound.db.models import Base, Source
@@ -51,8 +51,8 @@ class CatalogWriter:
         self.statistics = Statistics(engine, PRODUCT_TABLES, analyze_rows)
         self.last_seen_resolution = last_seen_resolution
         self._source_names: dict[int, str] = {}  # a source's name never changes
-        # what the sources' metadata holds, lately seen: a batch that names only these skips reading it (a
-        # crawl names more artists and labels than a writer can hold all crawl long; a forgotten one is read again)
+        # spellings recorded lately (source_spellings): a batch looks up only the others (a crawl names
+        # more artists and labels than a writer can hold all crawl long; a forgotten one is read again)
         self.recorded: Recent[Match] = Recent(matches_kept)
 
     def write(self, source_id: int, items: list[Release], trusted: bool | None = None) -> BatchResult:
@@ -135,29 +135,24 @@ class CatalogWriter:
 
     def _record_matches(self, conn: Connection, source_id: int,
                         plan: gate.Plan) -> set[tuple[int, str, str, int]]:
-        """The source's metadata maps each spelling it used to its entity (``matched_artists``, ...).
+        """Each spelling the batch used is recorded with its entity (``source_spellings``), and the
+        entities it created are counted in the source's metadata (``auto_approved``).
 
-        Read and rewritten (under the write lock) only when the batch brings something this
-        writer has not recorded lately: most batches of a crawl repeat known names."""
+        Only the spellings this writer has not recorded lately are looked up: most batches of a
+        crawl repeat known names."""
         seen = {(source_id, kind, spelling, entity_id) for kind, ids in plan.ids.items()
                 for spelling, entity_id in ids.items()}
-        if self.recorded.covers(seen) and not any(plan.created.values()):
-            return seen
-        meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
-        changed = False
-        for kind, ids in plan.ids.items():
-            known = meta.get(f"matched_{kind}s") or {}
-            new = {spelling: entity_id for spelling, entity_id in ids.items() if known.get(spelling) != entity_id}
-            if new:
-                meta[f"matched_{kind}s"] = {**known, **new}
-                changed = True
-            if plan.created[kind]:
-                auto = dict(meta.get("auto_approved") or {})
-                auto[f"{kind}s"] = auto.get(f"{kind}s", 0) + plan.created[kind]
-                meta["auto_approved"] = auto
-                changed = True
-        if changed:
-            conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
+        sources.record_spellings(conn, source_id, {
+            kind: {spelling: entity_id for spelling, entity_id in ids.items()
+                   if (source_id, kind, spelling, entity_id) not in self.recorded}
+            for kind, ids in plan.ids.items()})
+        if any(plan.created.values()):
+            meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
+            auto = dict(meta.get("auto_approved") or {})
+            for kind, count in plan.created.items():
+                if count:
+                    auto[f"{kind}s"] = auto.get(f"{kind}s", 0) + count
+            conn.execute(update(Source).where(Source.id == source_id).values(meta={**meta, "auto_approved": auto}))
         return seen
 
     def _source_name(self, source_id: int) -> str:

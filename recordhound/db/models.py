@@ -36,6 +36,19 @@ class Source(Base):
         return self.name
 
 
+class SourceSpelling(Base):
+    """A spelling a source used for an artist, label or style, and the entity it was matched with
+    (or created as). One row per spelling, so a crawl that meets a new name adds a row instead of
+    rewriting every name the source ever used (migration 0010 moved them out of ``sources.metadata``)."""
+
+    __tablename__ = "source_spellings"
+
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(10), primary_key=True)  # artist, label or style
+    spelling: Mapped[str] = mapped_column(String(NAME_LEN), primary_key=True)
+    entity_id: Mapped[int] = mapped_column(Integer)  # artists.id, labels.id or styles.id, by kind
+
+
 class _Entity:
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_LEN))

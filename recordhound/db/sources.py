@@ -1,15 +1,18 @@
-"""The ``sources`` row of a shop or file, and its JSON metadata (status, progress, counts)."""
+"""The ``sources`` row of a shop or file, its JSON metadata (status, progress, counts) and the
+spellings it used for artists, labels and styles (``source_spellings``)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.ids import insert_with_ids
-from recordhound.db.models import Source
+from recordhound.db.models import Source, SourceSpelling
+
+SPELLINGS_PER_READ = 500  # spellings looked up per statement (within every backend's parameter limit)
 
 
 def ensure_source(engine: Engine, name: str, kind: str, location: str) -> int:
@@ -33,6 +36,41 @@ def update_source_meta(engine: Engine, source_id: int, changes: dict[str, Any]) 
         meta.update(changes)
         conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
         return meta
+
+
+def record_spellings(conn: Connection, source_id: int, ids: dict[str, dict[str, int]]) -> int:
+    """Record which entity each spelling (kind → spelling → entity id) stands for at this source:
+    new spellings are inserted, a spelling whose entity changed (a merge) is repointed, the rest
+    is left alone. Returns the rows written."""
+    table = SourceSpelling
+    written = 0
+    for kind, wanted in ids.items():
+        stored: dict[str, int] = {}
+        names = sorted(wanted)
+        for at in range(0, len(names), SPELLINGS_PER_READ):
+            stored.update((spelling, entity_id) for spelling, entity_id in conn.execute(
+                select(table.spelling, table.entity_id).where(
+                    table.source_id == source_id, table.kind == kind,
+                    table.spelling.in_(names[at:at + SPELLINGS_PER_READ]))))
+        new = [{"source_id": source_id, "kind": kind, "spelling": spelling, "entity_id": entity_id}
+               for spelling, entity_id in wanted.items() if spelling not in stored]
+        moved = [{"b_spelling": spelling, "b_entity": entity_id} for spelling, entity_id in wanted.items()
+                 if spelling in stored and stored[spelling] != entity_id]
+        if new:
+            conn.execute(insert(table), new)
+        if moved:
+            conn.execute(update(table).where(table.source_id == source_id, table.kind == kind,
+                                             table.spelling == bindparam("b_spelling"))
+                         .values(entity_id=bindparam("b_entity")), moved)
+        written += len(new) + len(moved)
+    return written
+
+
+def spellings(conn: Connection, source_id: int, kind: str) -> dict[str, int]:
+    """The spellings of one kind the source used, each with its entity id."""
+    return {spelling: entity_id for spelling, entity_id in conn.execute(
+        select(SourceSpelling.spelling, SourceSpelling.entity_id).where(
+            SourceSpelling.source_id == source_id, SourceSpelling.kind == kind))}
 
 
 def now_iso() -> str:

@@ -16,6 +16,7 @@ from sqlalchemy import text
 from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
+from recordhound.db.models import SourceSpelling
 from recordhound.db.sources import ensure_source
 from recordhound.items import Offer, RawOffer, RawRelease, Release
 from recordhound.normalize import normalize_release
@@ -193,6 +194,7 @@ def test_migration_0007_renames_positional_offer_ids_so_the_next_crawl_finds_the
     position: after the upgrade, a crawl of the page (reordered, one added on top) keeps every row."""
     engine = make_engine(database_url)
     upgrade(engine, "0006")
+    SourceSpelling.__table__.create(engine)  # today's writer stands in for 0006's; it records spellings (0010)
     queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
     try:
         writer = CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=5.0))
@@ -204,6 +206,7 @@ def test_migration_0007_renames_positional_offer_ids_so_the_next_crawl_finds_the
                                       "FLD001", offers=[Offer(i, url, f, c, m, s, Decimal(p), "EUR")
                                                         for i, (f, c, m, s, p) in old])])
         before = _offer_rows(writer)
+        SourceSpelling.__table__.drop(engine)  # (see below) the next upgrade creates it
         upgrade(engine)
         outcome = normalize_release(_page(("Cassette", "new", None, None, "7.00"), USED_NM, USED_A, CD_NEW,
                                           ("LP", "new", None, None, "12.30"), USED_B), _page_profile(tmp_path))

@@ -70,9 +70,9 @@ def test_crawl_matches_known_spellings_parks_unknown_names_and_releases_items_wh
                                         "ON a.id = s.artist_id WHERE a.name = 'The Beatles'")}
     assert synonyms == beatles
     assert {s for (s,) in rows(env, "SELECT spelling FROM style_synonyms")} >= {"Hip-Hop", "hip hop"}
-    meta = rows(env, "SELECT metadata FROM sources WHERE name = 'demo'")[0][0]
-    meta = meta if isinstance(meta, dict) else __import__("json").loads(meta)
-    assert set(meta["matched_artists"]) >= beatles | {"Bjork"}
+    spellings = {s for (s,) in rows(env, "SELECT p.spelling FROM source_spellings p JOIN sources s "
+                                         "ON s.id = p.source_id WHERE s.name = 'demo' AND p.kind = 'artist'")}
+    assert spellings >= beatles | {"Bjork"}
 
     expected = Counter(n for o in truth_offers for n in offer_names(o) if n not in seeded)
     entries = env.queue.entries()

@@ -64,10 +64,9 @@ def test_known_names_match_by_key_and_synonym_and_are_recorded(env: ReviewEnv) -
     synonyms = rows(env, "SELECT spelling, artist_id FROM artist_synonyms ORDER BY spelling")
     assert synonyms == [("Beatles, The", beatles), ("The Beatles", beatles), ("the beatles", beatles)]  # once each
     assert {s for (s,) in rows(env, "SELECT spelling FROM style_synonyms")} == {"Hip Hop", "Hip-Hop", "hip hop"}
-    meta = rows(env, "SELECT metadata FROM sources WHERE id = :id", id=source)[0][0]
-    meta = meta if isinstance(meta, dict) else __import__("json").loads(meta)
-    assert meta["matched_artists"] == {"Beatles, The": beatles, "the beatles": beatles}
-    assert meta["matched_styles"] == {"Hip-Hop": hiphop, "hip hop": hiphop}
+    spellings = rows(env, "SELECT kind, spelling, entity_id FROM source_spellings WHERE source_id = :id", id=source)
+    assert sorted(spellings) == [("artist", "Beatles, The", beatles), ("artist", "the beatles", beatles),
+                                 ("style", "Hip-Hop", hiphop), ("style", "hip hop", hiphop)]
     assert env.queue.entries() == []
 
 

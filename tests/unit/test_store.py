@@ -5,15 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import upgrade
 from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
-from recordhound.db.models import Source
 from recordhound.db.sources import ensure_source
 from recordhound.review.docstore import SqliteDocStore
 from recordhound.review.queue import ReviewQueue
@@ -70,13 +68,12 @@ def test_catalog_number_spelling_does_not_split_a_release(writer: CatalogWriter)
 
 
 def _matched(writer: CatalogWriter, source: int) -> dict[str, int]:
-    with writer.engine.connect() as conn:
-        meta: dict[str, Any] = conn.execute(select(Source.meta).where(Source.id == source)).scalar_one()
-    return dict(meta["matched_artists"])
+    return dict(_rows(writer, f"SELECT spelling, entity_id FROM source_spellings WHERE source_id = {source} "
+                              "AND kind = 'artist'"))
 
 
 def test_the_writer_remembers_a_bounded_number_of_matches(tmp_path: Path) -> None:
-    """Every spelling a crawl matched is in its source's metadata; the writer keeps only the recent
+    """Every spelling a crawl matched is in source_spellings; the writer keeps only the recent
     ones in memory (it kept them all: 38,600 by the end of a crawl of 100,000 releases), and a batch that
     names a forgotten one finds it there and writes nothing again."""
     engine = make_engine(f"sqlite:///{tmp_path / 'p.sqlite3'}")
