@@ -131,6 +131,7 @@ class SpellingAdmin(ReadOnly, model=SourceSpelling):
     """Which artist, label or style each spelling a source used was matched with."""
 
     name, name_plural, icon = "Spelling", "Spellings", "fa-solid fa-spell-check"
+    can_view_details = False  # the list shows every column; a details URL would carry the spelling unquoted
     column_list = [SourceSpelling.source_id, SourceSpelling.kind, SourceSpelling.spelling, SourceSpelling.entity_id]
     column_labels = {SourceSpelling.source_id: "source id", SourceSpelling.entity_id: "entity id"}
     column_searchable_list = [SourceSpelling.spelling]

@@ -89,17 +89,23 @@ class FrontierScheduler:
 
     def open(self, spider: Spider) -> Deferred[None]:
         """Connects and registers this node off the reactor thread (lock waits, a reset)."""
+        crawl = self.prepare(spider)
+        deferred: Deferred[None] = threads.deferToThread(self.join, crawl)
+        deferred.addCallback(lambda _: self._opened(crawl))
+        return deferred
+
+    def prepare(self, spider: Spider) -> str:
+        """The spider's policy, the store (not yet connected) and the host gate; returns the crawl id."""
         self.spider = spider
         self.policy = CrawlPolicy.for_spider(self.crawler.settings, spider)
         crawl = self.config.crawl_id or self.policy.crawl or spider.name
         self.backend = make_backend(self.config, crawl, timeout=OPEN_TIMEOUT_SECONDS)
         self.gate = HostGate(self.crawler, self.policy.limiter(self.config, self.crawler.settings),
                              self.policy.limits, crawl)
-        deferred: Deferred[None] = threads.deferToThread(self._join, crawl)
-        deferred.addCallback(lambda _: self._opened(crawl))
-        return deferred
+        return crawl
 
-    def _join(self, crawl: str) -> None:
+    def join(self, crawl: str) -> None:
+        """Connect to the store and register this node (blocking: ``open`` runs it off the reactor)."""
         assert self.backend is not None and self.gate is not None
         gate = self.gate
         self.backend.open()

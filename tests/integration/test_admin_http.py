@@ -166,13 +166,15 @@ def test_scraped_text_is_escaped_everywhere_it_is_shown(env: ReviewEnv, base: st
 def test_the_spellings_tab_lists_what_each_spelling_of_a_source_matched(env: ReviewEnv, base: str) -> None:
     source = env.source()
     beatles = env.seed("artist", "The Beatles")["The Beatles"]
-    env.writer(trusted=True).write(source, [release("s1", ["Beatles, The"]), release("s2", [SCRIPT])])
+    env.writer(trusted=True).write(source, [release("s1", ["Beatles, The"]), release("s2", [SCRIPT]),
+                                            release("s3", ["Who? #1 100%"])])
     session, _ = logged_in(base)
     found = session.get(f"{base}/admin/source-spelling/list?search=beatles").text
     assert "Beatles, The" in found and f">{beatles}<" in found.replace(" ", "").replace("\n", "")
     assert "alert(1)" not in found  # the search narrowed the list
     listed = session.get(f"{base}/admin/source-spelling/list").text
     assert SCRIPT not in listed and "&lt;script&gt;alert(1)&lt;/script&gt;" in listed
+    assert "Who? #1 100%" in listed and "/details/" not in listed  # no link a spelling could break
 
 
 def test_crawl_status_shows_frontier_counts_rate_and_backlog(env: ReviewEnv, base: str, tmp_path: Path) -> None:

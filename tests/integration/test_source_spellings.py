@@ -22,11 +22,12 @@ from recordhound.review.queue import ReviewQueue
 OLD_META = {"status": "finished", "counts": {"stored": 3}, "auto_approved": {"artists": 2},
             "matched_artists": {"Beatles, The": 1, "the beatles": 1, "Björk": 2},
             "matched_labels": {"Warp Records": 1}, "matched_styles": {}}
+UNFIT = {"x" * 301: 1, "Broken": "one"}  # edited by hand: the table cannot hold these
 
 
-def _meta(engine: Engine) -> dict[str, Any]:
+def _meta(engine: Engine, source_id: int = 1) -> dict[str, Any]:
     with engine.connect() as conn:
-        value = conn.execute(text("SELECT metadata FROM sources WHERE id = 1")).scalar_one()
+        value = conn.execute(text("SELECT metadata FROM sources WHERE id = :id"), {"id": source_id}).scalar_one()
     return value if isinstance(value, dict) else json.loads(value)
 
 
@@ -44,16 +45,24 @@ def test_migration_0010_moves_the_matched_maps_into_rows_and_back(database_url: 
         with engine.begin() as conn:
             for table, name in (("artists", "The Beatles"), ("artists", "Bjork"), ("labels", "Warp")):
                 conn.execute(text(f"INSERT INTO {table} (name, name_key) VALUES (:n, :k)"), {"n": name, "k": name.lower()})
+            old = {**OLD_META, "matched_styles": UNFIT}
             conn.execute(text("INSERT INTO sources (id, name, kind, location, metadata) VALUES "
-                              "(1, 'demo', 'html', 'http://shop/', :meta)"), {"meta": json.dumps(OLD_META)})
+                              "(1, 'demo', 'html', 'http://shop/', :meta)"), {"meta": json.dumps(old)})
+            conn.execute(text("INSERT INTO sources (id, name, kind, location, metadata) VALUES "  # a JSON string
+                              "(2, 'feed', 'csv', 'feed.csv', :meta)"),
+                         {"meta": json.dumps(json.dumps({"matched_labels": {"Warp": 1}}))})
         upgrade(engine)
         with engine.connect() as conn:
             assert spellings(conn, 1, "artist") == {"Beatles, The": 1, "the beatles": 1, "Björk": 2}
             assert spellings(conn, 1, "label") == {"Warp Records": 1}
             assert spellings(conn, 1, "style") == {}
-        assert _meta(engine) == {"status": "finished", "counts": {"stored": 3}, "auto_approved": {"artists": 2}}
+            assert spellings(conn, 2, "label") == {"Warp": 1}
+        assert _meta(engine) == {"status": "finished", "counts": {"stored": 3}, "auto_approved": {"artists": 2},
+                                 "matched_styles": UNFIT}
+        assert _meta(engine, 2) == {}
         _downgrade(engine, "0009")
-        assert _meta(engine) == {key: value for key, value in OLD_META.items() if key != "matched_styles"}
+        assert _meta(engine) == old
+        assert _meta(engine, 2) == {"matched_labels": {"Warp": 1}}
     finally:
         engine.dispose()
 

@@ -1,0 +1,233 @@
+"""Stateful property tests of the scheduler's pause transitions, on both real backends.
+
+Hypothesis drives random sequences of what a crawl does to its scheduler: requests found,
+the engine asking for the next one, a page finished or failed, the crawl paused (the product
+store behind or down) and resumed, the tick, a graceful stop and a restart. The engine is
+Scrapy's own (made, not started: the test is its loop); the store is a SQLite file or the
+shared Redis under a prefix of its own. After every step the store and the process agree:
+the store's leases of this node are exactly those in the lease book or waiting in the write
+buffer, a handed-out request stays held through a pause, and a tick during a pause gives back
+every request not yet started. At the end the crawl is drained: every URL found has exactly one
+outcome, nothing is queued or leased, and no give-back counted an attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
+
+from recordhound import settings as project_settings
+from recordhound.frontier.factory import make_backend
+from recordhound.frontier.registry import FRONTIER_ID, STAT
+from recordhound.frontier.scheduler import FrontierScheduler
+from recordhound.pause import pauses
+from tests.services import redis_url, unique_prefix
+
+URLS = [f"https://shop.test/p/{i}" for i in range(12)]  # few: duplicates are common
+REASON = "product store behind"
+MAX_STEPS = 40
+
+
+class PauseSpider(Spider):
+    name = "pausetest"
+
+
+class SchedulerMachine(RuleBasedStateMachine):
+    """A scheduler on a SQLite file of its own (RedisSchedulerMachine: on the shared Redis)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = tempfile.mkdtemp(prefix="scheduler-stateful-")
+        self.found: set[str] = set()  # every URL enqueued (the model)
+        self.handed: dict[int, str] = {}  # frontier id → URL: given to the engine, no outcome yet
+        self.done: list[str] = []
+        self.failed: list[str] = []
+        self.paused = False
+        self.given_back_on_tick = False  # a tick ran since the pause began
+        self.restarts = 0
+        self.scheduler = self._open()
+
+    def store_settings(self) -> dict[str, Any]:
+        return {"JOBDIR": self.folder}
+
+    def _open(self) -> FrontierScheduler:
+        values = {name: getattr(project_settings, name) for name in dir(project_settings) if name.isupper()}
+        values.update({"TWISTED_REACTOR": None, "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "WARNING",
+                       "RECORDHOUND_FRONTIER_LEASE_BATCH": 3, "RECORDHOUND_NODE_ID": f"n{self.restarts}",
+                       **self.store_settings()})
+        crawler = get_crawler(PauseSpider, values)
+        crawler.spider = crawler._create_spider()
+        crawler.engine = crawler._create_engine()  # Scrapy's engine, not started: pause() and paused are its own
+        scheduler = FrontierScheduler.from_crawler(crawler)
+        scheduler.join(scheduler.prepare(crawler.spider))
+        scheduler.phase = "open"  # no tick loop or renewer: the rules run the tick
+        if self.paused:
+            pauses(crawler).hold(REASON)
+        return scheduler
+
+    @property
+    def crawler(self) -> Any:
+        return self.scheduler.crawler
+
+    # ---- rules ----------------------------------------------------------------------------
+    @initialize(picked=st.lists(st.sampled_from(URLS), max_size=4))
+    def start_requests(self, picked: list[str]) -> None:
+        assert self.scheduler.claim_start() == "claimed"
+        for url in picked:
+            self.scheduler.enqueue_request(Request(url))
+            self.found.add(url)
+        self.scheduler.start_finished()
+
+    @rule(picked=st.lists(st.sampled_from(URLS), min_size=1, max_size=5))
+    def find(self, picked: list[str]) -> None:
+        for url in picked:
+            self.scheduler.enqueue_request(Request(url))
+            self.found.add(url)
+
+    @rule()
+    def engine_asks(self) -> None:
+        request = self.scheduler.next_request()
+        if self.paused:
+            assert request is None, "a paused engine is given nothing"
+            return
+        if request is None:
+            return
+        frontier_id = request.meta[FRONTIER_ID]
+        assert frontier_id not in self.handed, "a request handed out twice"
+        assert request.url not in self.done + self.failed, f"{request.url} handed out after its outcome"
+        self.handed[frontier_id] = request.url
+
+    @precondition(lambda self: self.handed)
+    @rule(data=st.data(), ok=st.booleans())
+    def page_ends(self, data: st.DataObject, ok: bool) -> None:
+        frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
+        url = self.handed.pop(frontier_id)
+        outcomes = self.scheduler.outcomes
+        if ok:
+            outcomes.response_received(frontier_id)
+            outcomes.output_finished(frontier_id)
+            self.done.append(url)
+        else:
+            outcomes.failed(frontier_id, "http_404")
+            self.failed.append(url)
+
+    @precondition(lambda self: not self.paused)
+    @rule()
+    def pause(self) -> None:
+        pauses(self.crawler).hold(REASON)
+        self.paused, self.given_back_on_tick = True, False
+
+    @precondition(lambda self: self.paused)
+    @rule()
+    def resume(self) -> None:
+        pauses(self.crawler).release(REASON, quiet=True)
+        self.paused = False
+
+    @rule()
+    def tick(self) -> None:
+        self.scheduler.upkeep.tick()
+        self.given_back_on_tick = self.paused
+
+    @rule()
+    def flush(self) -> None:
+        assert self.scheduler.flush_safely()
+
+    @precondition(lambda self: self.restarts < 2)
+    @rule()
+    def graceful_stop_and_restart(self) -> None:
+        """Scrapy finishes the pages in flight before it closes the scheduler; the next process
+        (another node id) takes over the queue."""
+        for frontier_id in sorted(self.handed):
+            self.scheduler.outcomes.response_received(frontier_id)
+            self.scheduler.outcomes.output_finished(frontier_id)
+            self.done.append(self.handed.pop(frontier_id))
+        self.scheduler.close("shutdown")
+        self.restarts += 1
+        self.scheduler = self._open()
+        self.given_back_on_tick = False
+
+    # ---- invariants -----------------------------------------------------------------------
+    @invariant()
+    def the_store_holds_what_the_process_holds(self) -> None:
+        s = self.scheduler
+        assert s.phase == "open" and not self.crawler.stats.get_value(STAT + "tick_errors")
+        leased = s.backend.counts().leased
+        assert leased.get(s.node, 0) == len(s.book) + len(s.buffer.leases()), (leased, len(s.book))
+        assert sum(leased.values()) == leased.get(s.node, 0), "a stopped node left leases behind"
+        assert all(frontier_id in s.book for frontier_id in self.handed), "a started request lost its lease"
+
+    @invariant()
+    def a_tick_during_a_pause_gives_back_what_has_not_started(self) -> None:
+        if self.paused and self.given_back_on_tick:
+            assert not self.scheduler.book.in_hand
+
+    # ---- the end ----------------------------------------------------------------------------
+    def teardown(self) -> None:
+        s = self.scheduler
+        closed = False
+        try:
+            self._drain()
+            s.close("finished")
+            closed = True
+        finally:
+            if not closed:
+                with contextlib.suppress(Exception):
+                    s.close("failed")
+            store = make_backend(s.config, PauseSpider.name, timeout=5.0)
+            store.open()
+            try:
+                if closed:
+                    assert store.counts().status == "completed"
+            finally:
+                store.reset()
+                store.close()
+                shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _drain(self) -> None:
+        """Resume, finish what is in flight, then fetch until nothing is left: the crawl's end."""
+        s = self.scheduler
+        if self.paused:
+            pauses(self.crawler).release(REASON, quiet=True)
+        for frontier_id in sorted(self.handed):
+            s.outcomes.response_received(frontier_id)
+            s.outcomes.output_finished(frontier_id)
+            self.done.append(self.handed.pop(frontier_id))
+        for _ in range(4 * len(URLS)):
+            request = s.next_request()
+            if request is None:
+                break
+            s.outcomes.response_received(request.meta[FRONTIER_ID])
+            s.outcomes.output_finished(request.meta[FRONTIER_ID])
+            self.done.append(request.url)
+        assert s.flush_safely()
+        counts = s.backend.counts()
+        assert (counts.queued, counts.leased_total) == (0, 0), counts
+        assert sorted(self.done + self.failed) == sorted(self.found), "each URL found has one outcome"
+        assert (counts.done, counts.failed) == (len(self.done), len(self.failed)), counts
+        assert s.backend.verify() == []
+
+
+class RedisSchedulerMachine(SchedulerMachine):
+    def store_settings(self) -> dict[str, Any]:
+        if not hasattr(self, "prefix"):
+            self.prefix = unique_prefix()  # reset() at teardown: never FLUSHDB
+        return {"RECORDHOUND_REDIS_URL": redis_url(), "RECORDHOUND_REDIS_PREFIX": self.prefix}
+
+
+@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
+def test_random_pause_sequences_lose_no_request_and_start_nothing_while_paused(
+        machine: type[SchedulerMachine]) -> None:
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=MAX_EXAMPLES[machine], stateful_step_count=MAX_STEPS, deadline=None, database=None))
+
+
+MAX_EXAMPLES = {SchedulerMachine: 60, RedisSchedulerMachine: 30}
