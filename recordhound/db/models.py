@@ -11,7 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, Numeric, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, Numeric, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAME_LEN = 300
@@ -104,10 +104,11 @@ class StyleSynonym(_Synonym, Base):
 
 class Release(Base):
     __tablename__ = "releases"
+    __table_args__ = (Index("ix_releases_title_year", "title", "year"),)  # migration 0011
 
     id: Mapped[int] = mapped_column(primary_key=True)
     natural_key: Mapped[str] = mapped_column(String(KEY_LEN), unique=True)
-    title: Mapped[str] = mapped_column(String(NAME_LEN), index=True)  # matching by artists + title + year
+    title: Mapped[str] = mapped_column(String(NAME_LEN))  # matching by artists + title + year: ix_releases_title_year
     label_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id"), index=True)
     catalog_number: Mapped[str | None] = mapped_column(String(100))
     year: Mapped[int | None] = mapped_column(Integer)

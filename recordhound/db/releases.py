@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, tuple_, update
 
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Label, Offer, Release, ReleaseArtist, ReleaseCatno, ReleaseStyle
@@ -139,17 +139,20 @@ def by_names(conn: Connection, wanted: list[Wanted]) -> dict[int, str]:
     its matching key), year and artists: the last step of matching."""
     if not wanted:
         return {}
-    # by title and year together: a common title ("Greatest Hits") names more stored releases the
-    # bigger the catalog grows, and each of them would be loaded with its artists, batch after batch
-    dated = {(item.title, item.year) for item in wanted if item.year is not None}
+    # by title and year together, through ix_releases_title_year (migration 0011): a common title
+    # ("Greatest Hits") names more stored releases the bigger the catalog grows, and each of them
+    # would be read (and loaded with its artists) batch after batch
+    columns = select(Release.id, Release.natural_key, Release.title, Release.year)
+    dated = sorted({(item.title, item.year) for item in wanted if item.year is not None})
     undated = {item.title for item in wanted if item.year is None}
-    found_by: list[ColumnElement[bool]] = [tuple_(Release.title, Release.year).in_(sorted(dated))] if dated else []
+    rows: list[Row[int, str, str, int | None]] = []
+    if dated:  # both IN lists first: the terms an index can be read by (a row-value IN alone scans)
+        rows += conn.execute(columns.where(Release.title.in_({t for t, _ in dated}),
+                                           Release.year.in_({y for _, y in dated}),
+                                           tuple_(Release.title, Release.year).in_(dated))).all()
     if undated:
-        found_by.append(and_(Release.title.in_(undated), Release.year.is_(None)))
-    # ``title IN`` first: the term SQLite reads ix_releases_title for (a row-value IN alone scans)
-    rows = conn.execute(select(Release.id, Release.natural_key, Release.title, Release.year)
-                        .where(Release.title.in_({item.title for item in wanted}), or_(*found_by))
-                        .order_by(Release.id)).all()
+        rows += conn.execute(columns.where(Release.title.in_(undated), Release.year.is_(None))).all()
+    rows.sort(key=lambda row: row.id)
     if not rows:
         return {}
     artists = _artists(conn, [r.id for r in rows])
