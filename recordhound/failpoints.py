@@ -30,6 +30,7 @@ POINTS = {
     "frontier.after_retry_flush": "a frontier write put failed requests back to wait out their backoff",
     "frontier.before_recheck_flush": "pages fetched again are about to be written back with their next due time",
     "frontier.follow_idle": "a following node has nothing due: every lease acked and written, nothing in flight",
+    "frontier.joining": "this node reached the frontier store and has not registered in it yet",
     "frontier.after_start_claim": "this node claimed the start requests and has not written them",
     "store.after_commit": "a batch committed to the product DB, the review queue not told yet",
     "store.after_touch": "304 pages moved their offers' last_seen; the pages not acked yet",

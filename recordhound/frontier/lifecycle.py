@@ -2,7 +2,10 @@
 leases of gone nodes come back) and forgetting nodes that are gone.
 
 These run on the reactor's thread pool at open (they may wait for a lock or another node's
-reset) and on the tick (``forget_dead``), with the backend's short call timeout.
+reset) and on the tick (``forget_dead``), with the backend's short call timeout. A store lost
+while a node joins (restarted, failed over after the start-up check) is waited for, as one lost
+mid-crawl is: every step of joining can run again (the node's own earlier registration counts as
+gone, resets and reclaims are compare-and-set).
 """
 
 from __future__ import annotations
@@ -11,12 +14,16 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
+from recordhound.exceptions import RecordhoundError
 from recordhound.frontier.backend import FrontierBackend
 from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive, this_host
 
 logger = logging.getLogger(__name__)
 RESET_WAIT_SECONDS = 0.2  # how often a starting node looks whether another one's reset is done
+JOIN_RETRY_SECONDS = 120.0  # how long a starting node waits for a store that became unreachable
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,28 @@ def join(backend: FrontierBackend, crawl: str, node_id: str, lease_seconds: floa
     reclaimed += backend.reclaim_expired()
     backend.set_status("running")
     return Joined(node, token, reclaimed)
+
+
+def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_seconds: float) -> T:
+    """``step`` (opening the store and joining), run again while the store is unreachable or busy,
+    with the backoff of an outage mid-crawl (0.5 s doubling to ``retry_max_seconds``); after
+    ``JOIN_RETRY_SECONDS`` one error says so. Any other error is raised at once."""
+    delay = waited = 0.0
+    while True:
+        try:
+            return step()
+        except Exception as exc:
+            if not backend.is_transient(exc):
+                raise
+            if waited >= JOIN_RETRY_SECONDS:
+                raise RecordhoundError(f"the frontier store stayed unreachable for {waited:.0f} s while this "
+                                       f"node was joining the crawl: {exc}") from exc
+            delay = min(max(delay * 2, 0.5), retry_max_seconds)
+            logger.warning("The frontier store is unreachable while this node joins the crawl (%s); "
+                           "trying again in %.1f s", exc, delay)
+            backend.close()
+        time.sleep(delay)
+        waited += delay
 
 
 def forget_dead(backend: FrontierBackend, me: str, lease_seconds: float, forget_slots: Callable[[str], None]) -> int:

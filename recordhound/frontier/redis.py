@@ -41,6 +41,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from recordhound.exceptions import RecordhoundError
 from recordhound.preflight import redis_unreachable
 from recordhound.redis_client import connect, is_cluster
 from recordhound.frontier import redis_scripts as lua
@@ -119,6 +120,8 @@ class RedisFrontier(FrontierBackend):
         old.close()
 
     def is_transient(self, exc: BaseException) -> bool:
+        if isinstance(exc, RecordhoundError) and exc.__cause__ is not None:
+            return self.is_transient(exc.__cause__)  # open()'s "cannot reach Redis at ..."
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError):
             return True
         # refused writes of a full Redis (noeviction), a replica, or one still loading its AOF

@@ -28,10 +28,11 @@ from scrapy import Request, Spider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 
+from recordhound import failpoints
 from recordhound.config import FrontierConfig
 from recordhound.errors import record_error
 from recordhound.frontier import engine_access, registry, serialize
-from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, Leased, Recheck
+from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Lease, Leased, Recheck
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.hostgate import HostGate
 from recordhound.frontier.leasebook import Held, LeaseBook
@@ -107,14 +108,19 @@ class FrontierScheduler:
     def join(self, crawl: str) -> None:
         """Connect to the store and register this node (blocking: ``open`` runs it off the reactor)."""
         assert self.backend is not None and self.gate is not None
-        gate = self.gate
-        self.backend.open()
-        joined = lifecycle.join(self.backend, crawl, self.config.node_id, self.config.lease_seconds,
-                                self.policy.recrawl.active, lambda node: gate.forget(f"{crawl}:{node}"))
+        backend, gate = self.backend, self.gate
+
+        def register() -> tuple[lifecycle.Joined, Counts]:
+            backend.open()
+            failpoints.hit("frontier.joining")
+            joined = lifecycle.join(backend, crawl, self.config.node_id, self.config.lease_seconds,
+                                    self.policy.recrawl.active, lambda node: gate.forget(f"{crawl}:{node}"))
+            return joined, backend.counts()
+
+        joined, counts = lifecycle.when_reachable(backend, register, self.config.retry_max_seconds)
         self.node, self.token = joined.node, joined.token
         gate.holder = f"{crawl}:{self.node}"
         self._obey_crawl_delay(gate)
-        counts = self.backend.counts()
         logger.info(
             "Frontier %s (%s) for crawl %r, node %s: %d queued, %d leased, %d done, %d failed, "
             "%d seen; %d leases returned to the queue", type(self.backend).__name__,

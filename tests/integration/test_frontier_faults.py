@@ -10,6 +10,9 @@ machine, which keeps this module within 2 minutes; the issue's soak is 20 trials
 
 "Redis coming back without its last second": a private redis-server with RDB snapshots is killed
 one second after a snapshot and restarted from it, on the same port.
+
+"Redis lost while a node joins": the node freezes at the crash point ``frontier.joining`` (it has
+reached Redis, it is not registered yet), Redis is killed, the node goes on, Redis comes back.
 """
 
 from __future__ import annotations
@@ -208,5 +211,32 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
             finally:
                 for node in nodes:
                     node.ensure_stopped()
+    finally:
+        server.kill()
+
+
+def test_redis_lost_while_a_node_joins_the_node_waits_for_it_and_finishes(tmp_path: Path) -> None:
+    """Found in CI: a node starting while Redis restarted exited 1 ("before_seeding" above). Between
+    the start-up check and the first lease, a lost Redis is waited for as it is mid-crawl."""
+    server = RedisServer(tmp_path / "redis", *RDB_ONLY).start()
+    try:
+        with ShopProcess(RELEASES, seed=63) as shop, PostgresDatabase() as database:
+            setup = CrawlSetup(tmp_path, shop.url, database.url, server.url)
+            node = setup.start(*NODE, name="node0", failpoints="frontier.joining=stop")
+            try:
+                deadline = time.monotonic() + 60
+                while not _stopped(node):
+                    assert time.monotonic() < deadline and node.process.poll() is None, _log(setup, ["node0"])
+                    time.sleep(0.05)
+                server.kill()
+                node.signal(signal.SIGCONT)
+                time.sleep(3.0)  # the node finds Redis gone and keeps trying
+                assert node.process.poll() is None, "the node gave up:\n" + _log(setup, ["node0"])
+                server.start()
+                codes, problem = wait_nodes_out([node], setup.counts, timeout=90, grace=GRACE_SECONDS)
+                assert not problem and codes == [0], f"{problem}; exit codes {codes}\n" + _log(setup, ["node0"])
+                assert_crawl_matches_truth(setup, shop.truth())
+            finally:
+                node.ensure_stopped()
     finally:
         server.kill()
