@@ -114,6 +114,8 @@ class Release(Base):
     year: Mapped[int | None] = mapped_column(Integer)
     barcode: Mapped[str | None] = mapped_column(String(BARCODE_LEN), index=True)  # GTIN-8/12/13/14, digits only
     country: Mapped[str | None] = mapped_column(String(100))
+    # title + year + ordered artist ids, digested (db/releases.names_key): matching's last step
+    names_key: Mapped[str | None] = mapped_column(String(32), index=True)  # migration 0012
     # read-only navigation for the admin (writes go through db/releases.py)
     label: Mapped[Label | None] = relationship(viewonly=True)
     artists: Mapped[list[Artist]] = relationship(secondary="release_artists", viewonly=True,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, tuple_, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Label, Offer, Release, ReleaseArtist, ReleaseCatno, ReleaseStyle
@@ -38,7 +39,7 @@ class ReleaseRow:
     def columns(self) -> dict[str, object]:
         return {"natural_key": self.natural_key, "title": self.title, "label_id": self.label_id,
                 "catalog_number": self.catalog_number, "year": self.year, "barcode": self.barcode,
-                "country": self.country}
+                "country": self.country, "names_key": names_key(self.title, self.year, self.artist_ids)}
 
     def keeping(self, stored: ReleaseRow, owner: bool) -> ReleaseRow:
         """What to write over ``stored``. The shop that first stored an offer of the release
@@ -56,6 +57,13 @@ class ReleaseRow:
                        label_id=base.label_id or other.label_id, year=base.year or other.year,
                        catalog_number=numbers[0] if numbers else self.catalog_number or stored.catalog_number,
                        catalog_numbers=numbers)
+
+
+def names_key(title: str, year: int | None, artist_ids: tuple[int, ...]) -> str:
+    """``releases.names_key`` (migration 0012): a digest of the title, year and ordered artist ids,
+    so the last step of matching finds exactly the releases it looks for through one index."""
+    named = f"{title}\x1f{'' if year is None else year}\x1f{','.join(map(str, artist_ids))}"
+    return hashlib.blake2b(named.encode(), digest_size=16).hexdigest()
 
 
 def _keys(numbers: tuple[str, ...]) -> list[str]:
@@ -139,20 +147,12 @@ def by_names(conn: Connection, wanted: list[Wanted]) -> dict[int, str]:
     its matching key), year and artists: the last step of matching."""
     if not wanted:
         return {}
-    # by title and year together, through ix_releases_title_year (migration 0011): a common title
-    # ("Greatest Hits") names more stored releases the bigger the catalog grows, and each of them
-    # would be read (and loaded with its artists) batch after batch
-    columns = select(Release.id, Release.natural_key, Release.title, Release.year)
-    dated = sorted({(item.title, item.year) for item in wanted if item.year is not None})
-    undated = {item.title for item in wanted if item.year is None}
-    rows: list[Row[int, str, str, int | None]] = []
-    if dated:  # both IN lists first: the terms an index can be read by (a row-value IN alone scans)
-        rows += conn.execute(columns.where(Release.title.in_({t for t, _ in dated}),
-                                           Release.year.in_({y for _, y in dated}),
-                                           tuple_(Release.title, Release.year).in_(dated))).all()
-    if undated:
-        rows += conn.execute(columns.where(Release.title.in_(undated), Release.year.is_(None))).all()
-    rows.sort(key=lambda row: row.id)
+    # exactly the releases with an item's title, year and artists, through ix_releases_names_key
+    # (migration 0012): by title and year, a common title ("Greatest Hits") named more stored
+    # releases the bigger the catalog grew, each read with its artists batch after batch
+    keys = {names_key(item.title, item.year, item.artist_ids) for item in wanted}
+    rows = sorted(conn.execute(select(Release.id, Release.natural_key, Release.title, Release.year)
+                               .where(Release.names_key.in_(keys))), key=lambda row: row.id)
     if not rows:
         return {}
     artists = _artists(conn, [r.id for r in rows])
@@ -228,7 +228,7 @@ def _update(conn: Connection, changed: list[tuple[int, ReleaseRow]]) -> None:
         update(Release).where(Release.id == bindparam("rid")).values(
             title=bindparam("title"), label_id=bindparam("label_id"),
             catalog_number=bindparam("catalog_number"), year=bindparam("year"),
-            barcode=bindparam("barcode"), country=bindparam("country")),
+            barcode=bindparam("barcode"), country=bindparam("country"), names_key=bindparam("names_key")),
         [{"rid": rid, **{k: v for k, v in row.columns().items() if k != "natural_key"}}
          for rid, row in changed]
     )

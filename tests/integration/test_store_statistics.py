@@ -34,7 +34,7 @@ from tests.services import PostgresDatabase
 
 ITEMS = 30_000
 BATCH = 500
-LOOKED_UP = ("offers", "releases", "release_catnos", "artists", "labels", "styles")
+LOOKED_UP = ("offers", "releases", "release_catnos", "release_artists", "artists", "labels", "styles")
 
 
 def _ean13(n: int) -> str:
@@ -77,8 +77,9 @@ def _lookups(engine: Engine, work: Any) -> list[tuple[str, Any]]:
     return sent
 
 
-GROW = ("INSERT INTO releases (id, natural_key, title, label_id, catalog_number, year, barcode, country) "
-        "SELECT id + 100000 * g, natural_key || '#' || g, title, label_id, catalog_number, year, NULL, country "
+GROW = ("INSERT INTO releases (id, natural_key, title, label_id, catalog_number, year, barcode, country, names_key) "
+        "SELECT id + 100000 * g, natural_key || '#' || g, title, label_id, catalog_number, year, NULL, country, "
+        "names_key "
         "FROM releases, generate_series(1, 9) AS g",
         "INSERT INTO release_catnos (release_id, position, catalog_number, catno_key) "
         "SELECT id, 0, 'X-' || id, 'x' || id FROM releases WHERE id > 100000")
