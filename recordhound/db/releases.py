@@ -60,9 +60,10 @@ class ReleaseRow:
 
 
 def names_key(title: str, year: int | None, artist_ids: tuple[int, ...]) -> str:
-    """``releases.names_key`` (migration 0012): a digest of the title, year and ordered artist ids,
-    so the last step of matching finds exactly the releases it looks for through one index."""
-    named = f"{title}\x1f{'' if year is None else year}\x1f{','.join(map(str, artist_ids))}"
+    """``releases.names_key`` (migration 0012): a digest of the title's matching key, the year and
+    the ordered artist ids, so the last step of matching finds exactly the releases it looks for
+    through one index ("Greatest Hits" and "GREATEST HITS!" by the same artists are one record)."""
+    named = f"{name_key(title)}\x1f{'' if year is None else year}\x1f{','.join(map(str, artist_ids))}"
     return hashlib.blake2b(named.encode(), digest_size=16).hexdigest()
 
 

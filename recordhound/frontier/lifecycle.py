@@ -11,6 +11,7 @@ gone, resets and reclaims are compare-and-set).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,26 +46,30 @@ def join(backend: FrontierBackend, crawl: str, node_id: str, lease_seconds: floa
     return Joined(node, token, reclaimed)
 
 
-def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_seconds: float) -> T:
+def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_seconds: float,
+                   stopping: threading.Event) -> T:
     """``step`` (opening the store and joining), run again while the store is unreachable or busy,
-    with the backoff of an outage mid-crawl (0.5 s doubling to ``retry_max_seconds``); after
-    ``JOIN_RETRY_SECONDS`` one error says so. Any other error is raised at once."""
-    delay = waited = 0.0
+    with the backoff of an outage mid-crawl (0.5 s doubling to ``retry_max_seconds``). One error
+    says so once the store has been unreachable for ``JOIN_RETRY_SECONDS`` (a try that starts
+    before may wait its call timeout), or as soon as the crawl is stopped (``stopping``: SIGINT
+    or SIGTERM while the node waits). Any other error is raised at once."""
+    deadline, delay = time.monotonic() + JOIN_RETRY_SECONDS, 0.0
     while True:
         try:
             return step()
         except Exception as exc:
             if not backend.is_transient(exc):
                 raise
-            if waited >= JOIN_RETRY_SECONDS:
-                raise RecordhoundError(f"the frontier store stayed unreachable for {waited:.0f} s while this "
-                                       f"node was joining the crawl: {exc}") from exc
+            if time.monotonic() >= deadline:
+                raise RecordhoundError(f"the frontier store stayed unreachable for {JOIN_RETRY_SECONDS:.0f} s "
+                                       f"while this node was joining the crawl: {exc}") from None
             delay = min(max(delay * 2, 0.5), retry_max_seconds)
             logger.warning("The frontier store is unreachable while this node joins the crawl (%s); "
                            "trying again in %.1f s", exc, delay)
             backend.close()
-        time.sleep(delay)
-        waited += delay
+        if stopping.wait(delay):  # logged here: the reactor that would report the error is stopping
+            logger.warning("The crawl was stopped while this node waited for the frontier store: it did not join")
+            raise RecordhoundError("the crawl was stopped while this node waited for the frontier store")
 
 
 def forget_dead(backend: FrontierBackend, me: str, lease_seconds: float, forget_slots: Callable[[str], None]) -> int:

@@ -122,6 +122,8 @@ class RedisFrontier(FrontierBackend):
     def is_transient(self, exc: BaseException) -> bool:
         if isinstance(exc, RecordhoundError) and exc.__cause__ is not None:
             return self.is_transient(exc.__cause__)  # open()'s "cannot reach Redis at ..."
+        if isinstance(exc, redis.AuthenticationError):
+            return False  # a ConnectionError to redis-py, a wrong password or ACL to us
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError):
             return True
         # refused writes of a full Redis (noeviction), a replica, or one still loading its AOF

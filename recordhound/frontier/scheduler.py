@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider
 from scrapy.utils.defer import deferred_from_coro
@@ -74,6 +75,7 @@ class FrontierScheduler:
         self.seeding = Seeding()
         self.upkeep = Upkeep(self)
         self.engine_signals = EngineSignals(self)
+        self.stopping = threading.Event()  # set at reactor shutdown: a join that waits for the store gives up
         self.phase = "new"  # new | open | broken (a non-transient store error: the crawl is closing)
         self.writes = 0  # this node's commits the store counted at the last one (it must not count fewer)
 
@@ -90,7 +92,11 @@ class FrontierScheduler:
 
     def open(self, spider: Spider) -> Deferred[None]:
         """Connects and registers this node off the reactor thread (lock waits, a reset)."""
+        from twisted.internet import reactor
+
         crawl = self.prepare(spider)
+        clock: Any = reactor  # zope's interface methods confuse mypy's count of arguments
+        clock.addSystemEventTrigger("before", "shutdown", self.stopping.set)
         deferred: Deferred[None] = threads.deferToThread(self.join, crawl)
         deferred.addCallback(lambda _: self._opened(crawl))
         return deferred
@@ -113,14 +119,14 @@ class FrontierScheduler:
         def register() -> tuple[lifecycle.Joined, Counts]:
             backend.open()
             failpoints.hit("frontier.joining")
+            self._obey_crawl_delay(gate)  # first: joining forgets the slots a killed process left
             joined = lifecycle.join(backend, crawl, self.config.node_id, self.config.lease_seconds,
                                     self.policy.recrawl.active, lambda node: gate.forget(f"{crawl}:{node}"))
             return joined, backend.counts()
 
-        joined, counts = lifecycle.when_reachable(backend, register, self.config.retry_max_seconds)
+        joined, counts = lifecycle.when_reachable(backend, register, self.config.retry_max_seconds, self.stopping)
         self.node, self.token = joined.node, joined.token
         gate.holder = f"{crawl}:{self.node}"
-        self._obey_crawl_delay(gate)
         logger.info(
             "Frontier %s (%s) for crawl %r, node %s: %d queued, %d leased, %d done, %d failed, "
             "%d seen; %d leases returned to the queue", type(self.backend).__name__,
@@ -138,7 +144,6 @@ class FrontierScheduler:
         gate.limits = limits
         if gate.limiter is None:
             gate.limiter = self.policy.limiter(self.config, self.crawler.settings)
-            gate.forget(gate.holder)  # slots a killed process of this node id left behind
 
     def _opened(self, crawl: str) -> None:
         self.phase = "open"

@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, host TEXT, pid INTEGER, token TEXT, heartbeat REAL);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
+TRANSIENT_ERRORS = ("database is locked", "database table is locked", "database or disk is full",
+                    "disk I/O error", "locking protocol")  # OperationalErrors that pass: the rest are bugs or setup
 CURRENT = "id = ? AND attempts = ? AND owner IS NOT NULL"  # the lease named by (id, token) is current
 RECHECK, RETRY = 1, 2  # queue.scheduled of a row waiting for its not_before (0: queued or leased)
 ADDED_COLUMNS = {  # columns newer than the first frontier files: added when an older file is opened
@@ -113,7 +115,8 @@ class SqliteFrontier(FrontierBackend):
         self._db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
     def is_transient(self, exc: BaseException) -> bool:
-        return isinstance(exc, sqlite3.OperationalError)  # locked, busy, disk I/O
+        """Locked or busy past the wait, a disk I/O error, a full disk; not a read-only or missing file."""
+        return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(TRANSIENT_ERRORS)
 
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
                seeded: bool = False, rechecks: list[Recheck] | None = None, writer: str = "",

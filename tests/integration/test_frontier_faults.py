@@ -224,10 +224,7 @@ def test_redis_lost_while_a_node_joins_the_node_waits_for_it_and_finishes(tmp_pa
             setup = CrawlSetup(tmp_path, shop.url, database.url, server.url)
             node = setup.start(*NODE, name="node0", failpoints="frontier.joining=stop")
             try:
-                deadline = time.monotonic() + 60
-                while not _stopped(node):
-                    assert time.monotonic() < deadline and node.process.poll() is None, _log(setup, ["node0"])
-                    time.sleep(0.05)
+                node.wait_frozen(60)
                 server.kill()
                 node.signal(signal.SIGCONT)
                 time.sleep(3.0)  # the node finds Redis gone and keeps trying
@@ -236,6 +233,31 @@ def test_redis_lost_while_a_node_joins_the_node_waits_for_it_and_finishes(tmp_pa
                 codes, problem = wait_nodes_out([node], setup.counts, timeout=90, grace=GRACE_SECONDS)
                 assert not problem and codes == [0], f"{problem}; exit codes {codes}\n" + _log(setup, ["node0"])
                 assert_crawl_matches_truth(setup, shop.truth())
+            finally:
+                node.ensure_stopped()
+    finally:
+        server.kill()
+
+
+def test_a_node_waiting_for_redis_to_join_stops_at_sigint(tmp_path: Path) -> None:
+    """Ctrl-C while a starting node waits for a lost Redis: it stops at once and says so, instead of
+    waiting out its retries (the thread it waits in would hold the reactor's shutdown)."""
+    server = RedisServer(tmp_path / "redis", *RDB_ONLY).start()
+    try:
+        with ShopProcess(RELEASES, seed=64) as shop, PostgresDatabase() as database:
+            setup = CrawlSetup(tmp_path, shop.url, database.url, server.url)
+            node = setup.start(*NODE, name="node0", failpoints="frontier.joining=stop")
+            try:
+                node.wait_frozen(60)
+                server.kill()
+                node.signal(signal.SIGCONT)
+                time.sleep(2.0)
+                assert node.process.poll() is None, "the node gave up:\n" + _log(setup, ["node0"])
+                node.signal(signal.SIGINT)
+                killed = node.wait_or_kill(15)
+                log = _log(setup, ["node0"])
+                assert not killed, log
+                assert "stopped while this node waited for the frontier store: it did not join" in log, log
             finally:
                 node.ensure_stopped()
     finally:

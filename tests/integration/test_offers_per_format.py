@@ -195,6 +195,8 @@ def test_migration_0007_renames_positional_offer_ids_so_the_next_crawl_finds_the
     engine = make_engine(database_url)
     upgrade(engine, "0006")
     SourceSpelling.__table__.create(engine)  # today's writer stands in for 0006's; it records spellings (0010)
+    with engine.begin() as conn:  # and keys releases by their names (0012)
+        conn.execute(text("ALTER TABLE releases ADD COLUMN names_key VARCHAR(32)"))
     queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
     try:
         writer = CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=5.0))
@@ -207,6 +209,8 @@ def test_migration_0007_renames_positional_offer_ids_so_the_next_crawl_finds_the
                                                         for i, (f, c, m, s, p) in old])])
         before = _offer_rows(writer)
         SourceSpelling.__table__.drop(engine)  # (see below) the next upgrade creates it
+        with engine.begin() as conn:
+            conn.execute(text("ALTER TABLE releases DROP COLUMN names_key"))
         upgrade(engine)
         outcome = normalize_release(_page(("Cassette", "new", None, None, "7.00"), USED_NM, USED_A, CD_NEW,
                                           ("LP", "new", None, None, "12.30"), USED_B), _page_profile(tmp_path))

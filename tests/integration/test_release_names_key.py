@@ -66,15 +66,30 @@ def test_releases_stored_before_0012_are_found_by_title_year_and_artists(databas
             _item("s3", "Ünïcode — “Quoted” Title", 2001, ["Alpha"]),  # release 3
             _item("s4", "Greatest Hits", 1990, ["Alpha", "Beta"]),  # other order: a new release
             _item("s5", "Greatest Hits", 1992, ["Alpha", "Beta"]),  # other year: a new release
+            _item("s7", "GREATEST HITS!", 1991, ["Alpha", "Beta"]),  # the title's matching key: release 4
         ])
         with engine.connect() as conn:
             placed = dict(conn.execute(text("SELECT external_id, release_id FROM offers WHERE source_id = 2")).all())
             count, top = conn.execute(text("SELECT count(*), max(id) FROM releases")).one()
-        assert placed == {"s1": 1, "s2": 2, "s3": 3, "s4": 5, "s5": 6}
+        assert placed == {"s1": 1, "s2": 2, "s3": 3, "s4": 5, "s5": 6, "s7": 4}
         assert count == top == 6
         writer.write(2, [_item("s6", "Greatest Hits", 1992, ["Alpha", "Beta"])])  # the release the writer made
         with engine.connect() as conn:
             assert conn.execute(text("SELECT release_id FROM offers WHERE external_id = 's6'")).scalar_one() == 6
+        # a release found by its catalogue number is updated by the shop that owns it: renamed,
+        # a year and an artist added; its names_key follows, so the names find it
+        def numbered(title: str, year: int | None, artists: list[str]) -> Release:
+            return Release("first", "http://first/n", "fn", title, artists, "Lbl", "L-1", year)
+
+        writer.write(1, [numbered("Before", None, ["Alpha"])])
+        writer.write(1, [numbered("After", 2000, ["Alpha", "Beta"])])
+        writer.write(2, [_item("s8", "After", 2000, ["Alpha", "Beta"])])
+        writer.write(2, [_item("s9", "Before", None, ["Alpha"])])  # (alone: rows one key finds serve all)
+        with engine.connect() as conn:
+            placed = dict(conn.execute(text("SELECT external_id, release_id FROM offers "
+                                            "WHERE external_id IN ('fn', 's8', 's9')")).all())
+            assert conn.execute(text("SELECT title, year FROM releases WHERE id = 7")).one() == ("After", 2000)
+        assert placed == {"fn": 7, "s8": 7, "s9": 8}
         _downgrade(engine, "0011")
         assert "names_key" not in {c["name"] for c in inspect(engine).get_columns("releases")}
         upgrade(engine)

@@ -18,11 +18,15 @@ def test_frontier_backends_tell_an_outage_from_a_bug() -> None:
     assert embedded.is_transient(sqlite3.OperationalError("database is locked"))
     assert not embedded.is_transient(sqlite3.IntegrityError("UNIQUE constraint failed"))
     assert not embedded.is_transient(KeyError("payload"))
+    assert not embedded.is_transient(sqlite3.OperationalError("attempt to write a readonly database"))
+    assert not embedded.is_transient(sqlite3.OperationalError("no such table: queue"))
+    assert embedded.is_transient(sqlite3.OperationalError("disk I/O error"))
     assert shared.is_transient(redis.ConnectionError("Connection refused"))
     assert shared.is_transient(redis.TimeoutError())
     assert shared.is_transient(redis.ResponseError("OOM command not allowed when used memory > 'maxmemory'"))
     assert not shared.is_transient(redis.ResponseError("WRONGTYPE Operation against a key"))
     assert not shared.is_transient(TypeError("bad argument"))
+    assert not shared.is_transient(redis.AuthenticationError("invalid username-password pair"))
 
 
 def test_writer_errors_outage_race_and_row() -> None:

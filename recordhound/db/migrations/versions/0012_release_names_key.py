@@ -4,7 +4,8 @@ A new release with no barcode or catalogue number known to the store is matched 
 ordered artists. Through ``ix_releases_title_year`` every stored release of the same title and
 year was read, with its artists, batch after batch: a shop whose titles repeat read more the more
 it had stored (100,000 releases of 400 titles: 80 → 362 ms per batch of 100). ``names_key`` is a
-digest of the three, with its own index: one index probe per item, whatever the catalogue's size.
+digest of the three (the title by its matching key, as the lookup compared it), with its own
+index: one index probe per item, whatever the catalogue's size.
 Existing releases get their key here; the writer sets it on every insert and update.
 
 Revision ID: 0012
@@ -14,11 +15,12 @@ Create Date: 2026-12-04 14:45:00
 
 from __future__ import annotations
 
-import hashlib
 import logging
 
 import sqlalchemy as sa
 from alembic import op
+
+from recordhound.db.releases import names_key
 
 revision = "0012"
 down_revision = "0011"
@@ -31,12 +33,6 @@ releases = sa.table("releases", sa.column("id", sa.Integer()), sa.column("title"
                     sa.column("year", sa.Integer()), sa.column("names_key", sa.String()))
 release_artists = sa.table("release_artists", sa.column("release_id", sa.Integer()),
                            sa.column("artist_id", sa.Integer()), sa.column("position", sa.Integer()))
-
-
-def _names_key(title: str, year: int | None, artist_ids: list[int]) -> str:
-    """As ``recordhound.db.releases.names_key`` computes it (kept here as it was at this revision)."""
-    named = f"{title}\x1f{'' if year is None else year}\x1f{','.join(map(str, artist_ids))}"
-    return hashlib.blake2b(named.encode(), digest_size=16).hexdigest()
 
 
 def upgrade() -> None:
@@ -56,7 +52,7 @@ def upgrade() -> None:
             artists.setdefault(link.release_id, []).append(link.artist_id)
         conn.execute(releases.update().where(releases.c.id == sa.bindparam("rid"))
                      .values(names_key=sa.bindparam("key")),
-                     [{"rid": r.id, "key": _names_key(r.title, r.year, artists.get(r.id, []))} for r in rows])
+                     [{"rid": r.id, "key": names_key(r.title, r.year, tuple(artists.get(r.id, [])))} for r in rows])
         done += len(rows)
         logger.info("names_key: %d releases keyed", done)
     op.create_index("ix_releases_names_key", "releases", ["names_key"], unique=False)
