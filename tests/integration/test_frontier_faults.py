@@ -17,6 +17,7 @@ reached Redis, it is not registered yet), Redis is killed, the node goes on, Red
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import random
@@ -215,36 +216,13 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
         server.kill()
 
 
-def test_redis_lost_while_a_node_joins_the_node_waits_for_it_and_finishes(tmp_path: Path) -> None:
-    """Found in CI: a node starting while Redis restarted exited 1 ("before_seeding" above). Between
-    the start-up check and the first lease, a lost Redis is waited for as it is mid-crawl."""
+@contextlib.contextmanager
+def _waiting_to_join(tmp_path: Path, seed: int) -> Iterator[tuple[RedisServer, ShopProcess, CrawlSetup, Crawler]]:
+    """A node frozen at ``frontier.joining`` (it reached Redis, it is not registered), then Redis
+    killed and the node continued: it finds Redis gone and keeps trying."""
     server = RedisServer(tmp_path / "redis", *RDB_ONLY).start()
     try:
-        with ShopProcess(RELEASES, seed=63) as shop, PostgresDatabase() as database:
-            setup = CrawlSetup(tmp_path, shop.url, database.url, server.url)
-            node = setup.start(*NODE, name="node0", failpoints="frontier.joining=stop")
-            try:
-                node.wait_frozen(60)
-                server.kill()
-                node.signal(signal.SIGCONT)
-                time.sleep(3.0)  # the node finds Redis gone and keeps trying
-                assert node.process.poll() is None, "the node gave up:\n" + _log(setup, ["node0"])
-                server.start()
-                codes, problem = wait_nodes_out([node], setup.counts, timeout=90, grace=GRACE_SECONDS)
-                assert not problem and codes == [0], f"{problem}; exit codes {codes}\n" + _log(setup, ["node0"])
-                assert_crawl_matches_truth(setup, shop.truth())
-            finally:
-                node.ensure_stopped()
-    finally:
-        server.kill()
-
-
-def test_a_node_waiting_for_redis_to_join_stops_at_sigint(tmp_path: Path) -> None:
-    """Ctrl-C while a starting node waits for a lost Redis: it stops at once and says so, instead of
-    waiting out its retries (the thread it waits in would hold the reactor's shutdown)."""
-    server = RedisServer(tmp_path / "redis", *RDB_ONLY).start()
-    try:
-        with ShopProcess(RELEASES, seed=64) as shop, PostgresDatabase() as database:
+        with ShopProcess(RELEASES, seed=seed) as shop, PostgresDatabase() as database:
             setup = CrawlSetup(tmp_path, shop.url, database.url, server.url)
             node = setup.start(*NODE, name="node0", failpoints="frontier.joining=stop")
             try:
@@ -253,12 +231,29 @@ def test_a_node_waiting_for_redis_to_join_stops_at_sigint(tmp_path: Path) -> Non
                 node.signal(signal.SIGCONT)
                 time.sleep(2.0)
                 assert node.process.poll() is None, "the node gave up:\n" + _log(setup, ["node0"])
-                node.signal(signal.SIGINT)
-                killed = node.wait_or_kill(15)
-                log = _log(setup, ["node0"])
-                assert not killed, log
-                assert "stopped while this node waited for the frontier store: it did not join" in log, log
+                yield server, shop, setup, node
             finally:
                 node.ensure_stopped()
     finally:
         server.kill()
+
+
+def test_redis_lost_while_a_node_joins_the_node_waits_for_it_and_finishes(tmp_path: Path) -> None:
+    """Found in CI: a node starting while Redis restarted exited 1 ("before_seeding" above). Between
+    the start-up check and the first lease, a lost Redis is waited for as it is mid-crawl."""
+    with _waiting_to_join(tmp_path, seed=63) as (server, shop, setup, node):
+        server.start()
+        codes, problem = wait_nodes_out([node], setup.counts, timeout=90, grace=GRACE_SECONDS)
+        assert not problem and codes == [0], f"{problem}; exit codes {codes}\n" + _log(setup, ["node0"])
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_a_node_waiting_for_redis_to_join_stops_at_sigint(tmp_path: Path) -> None:
+    """Ctrl-C while a starting node waits for a lost Redis: it stops at once and says so, instead of
+    waiting out its retries (the thread it waits in would hold the reactor's shutdown)."""
+    with _waiting_to_join(tmp_path, seed=64) as (_, _, setup, node):
+        node.signal(signal.SIGINT)
+        killed = node.wait_or_kill(15)
+        log = _log(setup, ["node0"])
+        assert not killed, log
+        assert "stopped while this node waited for the frontier store: it did not join" in log, log
