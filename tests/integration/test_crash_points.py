@@ -27,6 +27,7 @@ from tests.services import PostgresDatabase, redis_url
 RELEASES = 150
 STORE = ("RECORDHOUND_STORE_BATCH_SIZE=20",)  # several batches, so a store crash point lands mid-crawl
 POINTS = {  # crash point → the hit that kills (mid-crawl, not at the first step)
+    "frontier.joining": 1,  # reached the store, not registered: the restart is a plain start
     "frontier.after_start_claim": 1,
     "spider.output_exhausted": 40,
     "frontier.before_flush": 6,
