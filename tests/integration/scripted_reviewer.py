@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from playwright.sync_api import Page, expect
@@ -126,7 +127,7 @@ def _bulk(page: Page, plan: dict[str, list], rows: list[dict]) -> tuple[str, int
     for row in rows:
         if row["suggested"] and row["id"] not in plan["bulk"]:
             page.locator(f'tr[data-entry="{row["id"]}"] input.pending-entry').uncheck()
-    page.locator("button.merge-top").click()
+    _decide(page, page.locator("button.merge-top").click)
     expect(page.locator("#done")).to_contain_text(f"{len(plan['bulk'])} decided")
     return "bulk merge into the top suggestion", len(plan["bulk"])
 
@@ -158,26 +159,32 @@ def _one(page: Page, plan: dict[str, list]) -> str:  # type: ignore[type-arg]
     if plan["key_merge"] or plan["key_approve"]:
         row = (plan["key_merge"] or plan["key_approve"])[0]
         _cursor_to(page, row["id"])
-        page.keyboard.press("m" if plan["key_merge"] else "a")
-        expect(page.locator("#done")).to_be_visible()
+        _decide(page, lambda: page.keyboard.press("m" if plan["key_merge"] else "a"))
         return "keyboard merge (m)" if plan["key_merge"] else "keyboard approve (a)"
     if plan["click"]:
         row, target = plan["click"][0]
-        page.locator(f'tr[data-entry="{row["id"]}"] form:has(input[name=into][value="{target}"]) button').click()
-        expect(page.locator("#done")).to_be_visible()
+        _decide(page, page.locator(f'tr[data-entry="{row["id"]}"] form:has(input[name=into][value="{target}"]) button').click)
         return "click another suggestion"
     row, into = plan["search"][0]
     _cursor_to(page, row["id"])
     page.keyboard.press("m")  # no suggestion: m opens the merge search
     page.fill("input[name=q]", into)
     page.press("input[name=q]", "Enter")
-    page.locator(f'tr.found[data-name="{into}"] button').first.click()
-    expect(page.locator("#done")).to_be_visible()
+    _decide(page, page.locator(f'tr.found[data-name="{into}"] button').first.click)
     return "merge search"
+
+
+def _decide(page: Page, act: Callable[[], None]) -> None:
+    """A decision posted, and the page it comes back to loaded with its script (the cursor placed):
+    the message of the page before also says "done", and rows read before the load are stale."""
+    with page.expect_navigation():
+        act()
+    expect(page.locator("#done")).to_be_visible()
 
 
 def _cursor_to(page: Page, entry_id: int) -> None:
     """j/k until the cursor is on the entry."""
+    expect(page.locator("table#pending tr.current")).to_have_count(1)  # placed at DOMContentLoaded
     order = [row["id"] for row in page.evaluate(ROWS_JS)]
     here = page.evaluate("() => Array.from(document.querySelectorAll('table#pending tr[data-entry]'))"
                          ".findIndex(row => row.classList.contains('current'))")
