@@ -155,6 +155,7 @@ class FrontierConfig:
     seen_cache: int
     call_timeout_seconds: float = 1.0
     progress_seconds: float = 60.0
+    join_wait_seconds: float = 120.0
 
     @property
     def backend(self) -> str:
@@ -181,6 +182,7 @@ class FrontierConfig:
             seen_cache=positive_int(settings, "RECORDHOUND_FRONTIER_SEEN_CACHE"),
             call_timeout_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS"),
             progress_seconds=positive_float(settings, "RECORDHOUND_FOLLOW_PROGRESS_SECONDS"),
+            join_wait_seconds=positive_float(settings, "RECORDHOUND_FRONTIER_JOIN_WAIT_SECONDS"),
         )
 
 

@@ -23,8 +23,15 @@ from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive
 
 logger = logging.getLogger(__name__)
 RESET_WAIT_SECONDS = 0.2  # how often a starting node looks whether another one's reset is done
-JOIN_RETRY_SECONDS = 120.0  # how long a starting node waits for a store that became unreachable
 T = TypeVar("T")
+
+
+class NotJoined(RecordhoundError):
+    """The node gave up joining; ``reason`` is the crawl's close reason ("shutdown" when stopped)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -47,13 +54,13 @@ def join(backend: FrontierBackend, crawl: str, node_id: str, lease_seconds: floa
 
 
 def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_seconds: float,
-                   stopping: threading.Event) -> T:
+                   wait_seconds: float, stopping: threading.Event) -> T:
     """``step`` (opening the store and joining), run again while the store is unreachable or busy,
-    with the backoff of an outage mid-crawl (0.5 s doubling to ``retry_max_seconds``). One error
-    says so once the store has been unreachable for ``JOIN_RETRY_SECONDS`` (a try that starts
-    before may wait its call timeout), or as soon as the crawl is stopped (``stopping``: SIGINT
-    or SIGTERM while the node waits). Any other error is raised at once."""
-    deadline, delay = time.monotonic() + JOIN_RETRY_SECONDS, 0.0
+    with the backoff of an outage mid-crawl (0.5 s doubling to ``retry_max_seconds``). ``NotJoined``
+    once the store has been unreachable for ``wait_seconds`` (a try that starts before may wait its
+    call timeout), or as soon as the crawl is stopped (``stopping``: SIGINT or SIGTERM while the
+    node waits). Any other error is raised at once."""
+    deadline, delay = time.monotonic() + wait_seconds, 0.0
     while True:
         try:
             return step()
@@ -61,15 +68,15 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
             if not backend.is_transient(exc):
                 raise
             if time.monotonic() >= deadline:
-                raise RecordhoundError(f"the frontier store stayed unreachable for {JOIN_RETRY_SECONDS:.0f} s "
-                                       f"while this node was joining the crawl: {exc}") from None
+                raise NotJoined(f"the frontier store stayed unreachable for {wait_seconds:.0f} s while this "
+                                f"node was joining the crawl: {exc}", "frontier_unreachable") from None
             delay = min(max(delay * 2, 0.5), retry_max_seconds)
             logger.warning("The frontier store is unreachable while this node joins the crawl (%s); "
                            "trying again in %.1f s", exc, delay)
             backend.close()
         if stopping.wait(delay):  # logged here: the reactor that would report the error is stopping
             logger.warning("The crawl was stopped while this node waited for the frontier store: it did not join")
-            raise RecordhoundError("the crawl was stopped while this node waited for the frontier store")
+            raise NotJoined("the crawl was stopped while this node waited for the frontier store", "shutdown")
 
 
 def forget_dead(backend: FrontierBackend, me: str, lease_seconds: float, forget_slots: Callable[[str], None]) -> int:

@@ -52,6 +52,7 @@ from recordhound.robots import robots_limits
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
+    from twisted.python.failure import Failure as TwistedFailure
 
     from recordhound.frontier.dupefilter import FrontierDupeFilter
     from recordhound.frontier.retry import Problem
@@ -96,9 +97,10 @@ class FrontierScheduler:
 
         crawl = self.prepare(spider)
         clock: Any = reactor  # zope's interface methods confuse mypy's count of arguments
-        clock.addSystemEventTrigger("before", "shutdown", self.stopping.set)
+        trigger = clock.addSystemEventTrigger("before", "shutdown", self.stopping.set)
         deferred: Deferred[None] = threads.deferToThread(self.join, crawl)
-        deferred.addCallback(lambda _: self._opened(crawl))
+        deferred.addBoth(lambda result: (clock.removeSystemEventTrigger(trigger), result)[1])
+        deferred.addCallbacks(lambda _: self._opened(crawl), self._not_joined)
         return deferred
 
     def prepare(self, spider: Spider) -> str:
@@ -124,7 +126,8 @@ class FrontierScheduler:
                                     self.policy.recrawl.active, lambda node: gate.forget(f"{crawl}:{node}"))
             return joined, backend.counts()
 
-        joined, counts = lifecycle.when_reachable(backend, register, self.config.retry_max_seconds, self.stopping)
+        joined, counts = lifecycle.when_reachable(backend, register, self.config.retry_max_seconds,
+                                                  self.config.join_wait_seconds, self.stopping)
         self.node, self.token = joined.node, joined.token
         gate.holder = f"{crawl}:{self.node}"
         logger.info(
@@ -144,6 +147,18 @@ class FrontierScheduler:
         gate.limits = limits
         if gate.limiter is None:
             gate.limiter = self.policy.limiter(self.config, self.crawler.settings)
+
+    def _not_joined(self, failure: TwistedFailure) -> TwistedFailure | None:
+        """Gave up joining: the open succeeds and the crawl closes at once, with the reason, once
+        Scrapy opened the rest (a failed open would leave its scraper unopened and its close failing)."""
+        exc = failure.value
+        if not isinstance(exc, lifecycle.NotJoined):
+            return failure
+        if exc.reason != "shutdown":
+            logger.error("%s", exc)
+            self.crawler.stats.set_value("recordhound/fatal", f"frontier: {exc}")
+        self.engine_signals.close_at_open = exc.reason
+        return None
 
     def _opened(self, crawl: str) -> None:
         self.phase = "open"

@@ -217,14 +217,15 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
 
 
 @contextlib.contextmanager
-def _waiting_to_join(tmp_path: Path, seed: int) -> Iterator[tuple[RedisServer, ShopProcess, CrawlSetup, Crawler]]:
+def _waiting_to_join(tmp_path: Path, seed: int, *settings: str) -> Iterator[tuple[RedisServer, ShopProcess, CrawlSetup,
+                                                                                 Crawler]]:
     """A node frozen at ``frontier.joining`` (it reached Redis, it is not registered), then Redis
     killed and the node continued: it finds Redis gone and keeps trying."""
     server = RedisServer(tmp_path / "redis", *RDB_ONLY).start()
     try:
         with ShopProcess(RELEASES, seed=seed) as shop, PostgresDatabase() as database:
             setup = CrawlSetup(tmp_path, shop.url, database.url, server.url)
-            node = setup.start(*NODE, name="node0", failpoints="frontier.joining=stop")
+            node = setup.start(*NODE, *settings, name="node0", failpoints="frontier.joining=stop")
             try:
                 node.wait_frozen(60)
                 server.kill()
@@ -254,6 +255,22 @@ def test_a_node_waiting_for_redis_to_join_stops_at_sigint(tmp_path: Path) -> Non
     with _waiting_to_join(tmp_path, seed=64) as (_, _, setup, node):
         node.signal(signal.SIGINT)
         killed = node.wait_or_kill(15)
-        log = (setup.workdir / "node0.log").read_text()  # whole: Scrapy's close of an unopened crawl follows it
+        log = (setup.workdir / "node0.log").read_text()
         assert not killed, log[-2500:]
         assert "stopped while this node waited for the frontier store: it did not join" in log, log[-2500:]
+        # the reactor may stop before the crawl's open gives up (then nothing closes: nothing opened),
+        # or after (then the crawl closes as "shutdown"): either way no traceback, exit code 0
+        assert "Traceback" not in log and node.process.returncode == 0, log[-2500:]
+
+
+def test_a_node_whose_redis_stays_lost_while_it_joins_exits_1_with_one_error(tmp_path: Path) -> None:
+    """Redis not back within RECORDHOUND_FRONTIER_JOIN_WAIT_SECONDS: the crawl closes with
+    ``frontier_unreachable``, one error line says why, exit code 1, no traceback."""
+    wait = ("RECORDHOUND_FRONTIER_JOIN_WAIT_SECONDS=8", "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS=1")
+    with _waiting_to_join(tmp_path, 65, *wait) as (_, _, setup, node):
+        killed = node.wait_or_kill(60)
+        log = (setup.workdir / "node0.log").read_text()
+        assert not killed and node.process.returncode == 1, log[-2500:]
+        assert "error: the crawl stopped: frontier: the frontier store stayed unreachable for 8 s" in log, log[-2500:]
+        assert "'finish_reason': 'frontier_unreachable'" in log, log[-2500:]
+        assert "Traceback" not in log, log[-2500:]
