@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from recordhound.backoff import backoff_seconds
 from recordhound.exceptions import RecordhoundError
 from recordhound.frontier.backend import FrontierBackend
 from recordhound.frontier.nodes import claim_node_id, holder_alive, others_alive, this_host
@@ -60,8 +61,9 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
     once the store has been unreachable for ``wait_seconds`` (a try that starts before may wait its
     call timeout), or as soon as the crawl is stopped (``stopping``: SIGINT or SIGTERM while the
     node waits). Any other error is raised at once."""
-    deadline, delay = time.monotonic() + wait_seconds, 0.0
+    deadline, attempt = time.monotonic() + wait_seconds, 0
     while True:
+        attempt += 1
         try:
             return step()
         except Exception as exc:
@@ -70,7 +72,7 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
             if time.monotonic() >= deadline:
                 raise NotJoined(f"the frontier store stayed unreachable for {wait_seconds:.0f} s while this "
                                 f"node was joining the crawl: {exc}", "frontier_unreachable") from None
-            delay = min(max(delay * 2, 0.5), retry_max_seconds)
+            delay = backoff_seconds(attempt, retry_max_seconds)
             logger.warning("The frontier store is unreachable while this node joins the crawl (%s); "
                            "trying again in %.1f s", exc, delay)
             backend.close()
