@@ -1,14 +1,12 @@
-"""What Scrapy's signals tell the frontier: the crawl opened (a node that did not join closes it at
-once), and for each request it handed out: a response arrived (its politeness slot is free, a
-recheck's validators are read), it left the downloader, the engine dropped it or one of its
-children, its items settled."""
+"""What Scrapy's signals tell the frontier about each request it handed out: a response arrived
+(its politeness slot is free, a recheck's validators are read), it left the downloader, the engine
+dropped it or one of its children, its items settled."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
-from scrapy.exceptions import CloseSpider
 from twisted.internet import reactor
 
 from recordhound.frontier import recrawl
@@ -24,11 +22,9 @@ class EngineSignals:
     def __init__(self, scheduler: FrontierScheduler) -> None:
         self.s = scheduler
         self._to_look: list[Request] = []  # children to look at once the engine scheduled them
-        self.close_at_open = ""  # the node did not join: the crawl closes, with this reason, once open
 
     def connect(self, crawler: Crawler) -> None:
-        for handler, signal in ((self._spider_opened, signals.spider_opened),
-                                (self._response_received, signals.response_received),
+        for handler, signal in ((self._response_received, signals.response_received),
                                 (self._item_settled, signals.item_scraped),
                                 (self._item_settled, signals.item_dropped),
                                 (self._item_error, signals.item_error),
@@ -36,10 +32,6 @@ class EngineSignals:
                                 (self._scheduled, signals.request_scheduled),
                                 (self._dropped, signals.request_dropped)):
             crawler.signals.connect(handler, signal=signal)
-
-    def _spider_opened(self, spider: Spider) -> None:
-        if self.close_at_open:
-            raise CloseSpider(self.close_at_open)
 
     def _response_received(self, response: Any, request: Request) -> None:
         frontier_id = request.meta.get(FRONTIER_ID)

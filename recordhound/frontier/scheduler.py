@@ -8,6 +8,7 @@ The scheduler is the glue of parts that each have one home:
 - ``Outage`` (outage.py) and ``EnginePause`` (pause.py): the store's reachability, and the one
   owner of pausing the engine.
 - ``Upkeep`` (upkeep.py): the tick that never dies: writes, renew reports, reconcile, reclaim.
+- ``Opening`` (opening.py): the policy, the store and the gate; joining off the reactor.
 - lifecycle.py: joining the crawl and forgetting gone nodes; recrawl.py: recheck planning;
   engine_signals.py: what Scrapy's signals tell about each request (responses, items, drops).
 
@@ -20,23 +21,19 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import Request, Spider
 from scrapy.utils.defer import deferred_from_coro
-from twisted.internet import threads
 
-from recordhound import failpoints
 from recordhound.config import FrontierConfig
 from recordhound.errors import record_error
 from recordhound.frontier import engine_access, registry, serialize
-from recordhound.frontier.backend import Counts, Entry, Failure, FrontierBackend, Lease, Leased, Recheck
-from recordhound.frontier.factory import make_backend
+from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, Leased, Recheck
 from recordhound.frontier.hostgate import HostGate
 from recordhound.frontier.leasebook import Held, LeaseBook
+from recordhound.frontier.opening import Opening
 from recordhound.frontier.outage import Outage
 from recordhound.frontier.outcomes import Outcomes
 from recordhound.frontier.policy import CrawlPolicy
@@ -45,20 +42,17 @@ from recordhound.frontier.seeding import Seeding
 from recordhound.frontier.engine_signals import EngineSignals
 from recordhound.frontier.upkeep import Upkeep
 from recordhound.frontier.writes import Flushed, WriteBuffer
-from recordhound.frontier import lifecycle, recrawl
+from recordhound.frontier import recrawl
 from recordhound.pause import pauses
-from recordhound.robots import robots_limits
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
-    from twisted.python.failure import Failure as TwistedFailure
 
     from recordhound.frontier.dupefilter import FrontierDupeFilter
     from recordhound.frontier.retry import Problem
 
 logger = logging.getLogger(__name__)
-OPEN_TIMEOUT_SECONDS = 30.0  # opening runs on a thread: it may wait for a lock or a slow reset
 
 
 class FrontierScheduler:
@@ -76,7 +70,7 @@ class FrontierScheduler:
         self.seeding = Seeding()
         self.upkeep = Upkeep(self)
         self.engine_signals = EngineSignals(self)
-        self.stopping = threading.Event()  # set at reactor shutdown: a join that waits for the store gives up
+        self.opening = Opening(self)
         self.phase = "new"  # new | open | broken (a non-transient store error: the crawl is closing)
         self.writes = 0  # this node's commits the store counted at the last one (it must not count fewer)
 
@@ -87,87 +81,19 @@ class FrontierScheduler:
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
         scheduler = cls(crawler, FrontierConfig.from_settings(crawler.settings), dupefilter)
         scheduler.engine_signals.connect(crawler)  # Scrapy keeps weak references: the scheduler holds it
+        scheduler.opening.connect(crawler)
         return scheduler
 
     # --- lifecycle --------------------------------------------------------------------
 
     def open(self, spider: Spider) -> Deferred[None]:
-        """Connects and registers this node off the reactor thread (lock waits, a reset)."""
-        from twisted.internet import reactor
+        return self.opening.open(spider)
 
-        crawl = self.prepare(spider)
-        clock: Any = reactor  # zope's interface methods confuse mypy's count of arguments
-        trigger = clock.addSystemEventTrigger("before", "shutdown", self.stopping.set)
-        deferred: Deferred[None] = threads.deferToThread(self.join, crawl)
-        deferred.addBoth(lambda result: (clock.removeSystemEventTrigger(trigger), result)[1])
-        deferred.addCallbacks(lambda _: self._opened(crawl), self._not_joined)
-        return deferred
-
-    def prepare(self, spider: Spider) -> str:
-        """The spider's policy, the store (not yet connected) and the host gate; returns the crawl id."""
-        self.spider = spider
-        self.policy = CrawlPolicy.for_spider(self.crawler.settings, spider)
-        crawl = self.config.crawl_id or self.policy.crawl or spider.name
-        self.backend = make_backend(self.config, crawl, timeout=OPEN_TIMEOUT_SECONDS)
-        self.gate = HostGate(self.crawler, self.policy.limiter(self.config, self.crawler.settings),
-                             self.policy.limits, crawl)
-        return crawl
-
-    def join(self, crawl: str) -> None:
-        """Connect to the store and register this node (blocking: ``open`` runs it off the reactor)."""
-        assert self.backend is not None and self.gate is not None
-        backend, gate = self.backend, self.gate
-
-        def register() -> tuple[lifecycle.Joined, Counts]:
-            backend.open()
-            failpoints.hit("frontier.joining")
-            self._obey_crawl_delay(gate)  # first: joining forgets the slots a killed process left
-            joined = lifecycle.join(backend, crawl, self.config.node_id, self.config.lease_seconds,
-                                    self.policy.recrawl.active, lambda node: gate.forget(f"{crawl}:{node}"))
-            return joined, backend.counts()
-
-        joined, counts = lifecycle.when_reachable(backend, register, self.config.retry_max_seconds,
-                                                  self.config.join_wait_seconds, self.stopping)
-        self.node, self.token = joined.node, joined.token
-        gate.holder = f"{crawl}:{self.node}"
-        logger.info(
-            "Frontier %s (%s) for crawl %r, node %s: %d queued, %d leased, %d done, %d failed, "
-            "%d seen; %d leases returned to the queue", type(self.backend).__name__,
-            self._where(), crawl, self.node, counts.queued, counts.leased_total, counts.done,
-            counts.failed, counts.seen, joined.reclaimed)
-        self.inc("reclaimed", joined.reclaimed)
-        self.backend.limit_wait(self.config.call_timeout_seconds)  # from here on, calls on the reactor
-
-    def _obey_crawl_delay(self, gate: HostGate) -> None:
-        """robots.txt's Crawl-delay caps the rate every node shares (read here, off the reactor)."""
-        limits = robots_limits(self.policy.limits, self.spider, self.crawler)
-        if limits == self.policy.limits:
-            return
-        self.policy = replace(self.policy, limits=limits)
-        gate.limits = limits
-        if gate.limiter is None:
-            gate.limiter = self.policy.limiter(self.config, self.crawler.settings)
-
-    def _not_joined(self, failure: TwistedFailure) -> TwistedFailure | None:
-        """Gave up joining: the open succeeds and the crawl closes at once, with the reason, once
-        Scrapy opened the rest (a failed open would leave its scraper unopened and its close failing)."""
-        exc = failure.value
-        if not isinstance(exc, lifecycle.NotJoined):
-            return failure
-        if exc.reason != "shutdown":
-            logger.error("%s", exc)
-            self.crawler.stats.set_value("recordhound/fatal", f"frontier: {exc}")
-        self.engine_signals.close_at_open = exc.reason
-        return None
-
-    def _opened(self, crawl: str) -> None:
+    def opened(self, crawl: str) -> None:
+        """Joined: the crawl's work starts."""
         self.phase = "open"
         registry.register(self.crawler, self)
         self.upkeep.start(crawl)
-
-    def _where(self) -> str:
-        backend = self.backend
-        return getattr(backend, "path", None) or f"{getattr(backend, 'prefix', '')}:*"
 
     def close(self, reason: str) -> None:
         self.upkeep.stop()

@@ -68,7 +68,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         crawler.spider = crawler._create_spider()
         crawler.engine = crawler._create_engine()  # Scrapy's engine, not started: pause() and paused are its own
         scheduler = FrontierScheduler.from_crawler(crawler)
-        scheduler.join(scheduler.prepare(crawler.spider))
+        scheduler.opening.join(scheduler.opening.prepare(crawler.spider))
         scheduler.phase = "open"  # no tick loop or renewer: the rules run the tick
         if self.paused:
             pauses(crawler).hold(REASON)
