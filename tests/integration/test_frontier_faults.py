@@ -274,3 +274,28 @@ def test_a_node_whose_redis_stays_lost_while_it_joins_exits_1_with_one_error(tmp
         assert "error: the crawl stopped: frontier: the frontier store stayed unreachable for 8 s" in log, log[-2500:]
         assert "'finish_reason': 'frontier_unreachable'" in log, log[-2500:]
         assert "Traceback" not in log, log[-2500:]
+
+
+def test_redis_blackholed_while_a_node_joins_the_node_waits_for_it_and_finishes(tmp_path: Path) -> None:
+    """A network that swallows every byte (not a refused connection) while the node registers: the
+    join's call fails when the proxy gives up the broken connection, counts as an outage, and the
+    node joins once the network is back."""
+    real = redis_url()
+    with ShopProcess(RELEASES, seed=66) as shop, PostgresDatabase() as database, \
+            FaultProxy(int(real.rsplit(":", 1)[1].split("/")[0])) as proxy:
+        setup = CrawlSetup(tmp_path, shop.url, database.url, proxy.url())
+        direct = _direct(setup, real)
+        node = setup.start(*NODE, name="node0", failpoints="frontier.joining=stop")
+        try:
+            node.wait_frozen(60)
+            proxy.blackhole(4.0)
+            node.signal(signal.SIGCONT)
+            proxy.wait_healed()
+            codes, problem = wait_nodes_out([node], direct.counts, timeout=120, grace=GRACE_SECONDS)
+            log = (setup.workdir / "node0.log").read_text()
+            assert not problem and codes == [0], f"{problem}; exit codes {codes}\n" + log[-2500:]
+            assert "unreachable while this node joins the crawl" in log, log[-2500:]  # it did wait
+            assert_crawl_matches_truth(direct, shop.truth())
+        finally:
+            node.ensure_stopped()
+            direct.cleanup()
