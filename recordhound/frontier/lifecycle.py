@@ -61,7 +61,7 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
     once the store has been unreachable for ``wait_seconds`` (a try that starts before may wait its
     call timeout), or as soon as the crawl is stopped (``stopping``: SIGINT or SIGTERM while the
     node waits). Any other error is raised at once."""
-    deadline, attempt = time.monotonic() + wait_seconds, 0
+    deadline, attempt = None, 0  # counted from the first failure (a reset may be waited for before)
     while True:
         attempt += 1
         try:
@@ -69,13 +69,14 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
         except Exception as exc:
             if not backend.is_transient(exc):
                 raise
+            backend.close()
+            deadline = deadline or time.monotonic() + wait_seconds
             if time.monotonic() >= deadline:
                 raise NotJoined(f"the frontier store stayed unreachable for {wait_seconds:.0f} s while this "
                                 f"node was joining the crawl: {exc}", "frontier_unreachable") from None
             delay = backoff_seconds(attempt, retry_max_seconds)
             logger.warning("The frontier store is unreachable while this node joins the crawl (%s); "
                            "trying again in %.1f s", exc, delay)
-            backend.close()
         if stopping.wait(delay):  # logged here: the reactor that would report the error is stopping
             logger.warning("The crawl was stopped while this node waited for the frontier store: it did not join")
             raise NotJoined("the crawl was stopped while this node waited for the frontier store", "shutdown")

@@ -2,8 +2,10 @@
 the crawl off the reactor (lock waits, another node's reset, a store lost while joining).
 
 A node that gives up joining (the store stayed unreachable, or SIGINT/SIGTERM while it waited)
-holds nothing of the crawl's, so the open succeeds and the crawl closes as soon as Scrapy has
-opened it: a ``spider_opened`` handler raises ``CloseSpider`` with the reason. (A ``CloseSpider``
+holds no lease, so the open succeeds and the crawl closes as soon as Scrapy has opened it: a
+``spider_opened`` handler raises ``CloseSpider`` with the reason, and the store pipeline, told by
+the stat ``NOT_JOINED_STAT``, opens nothing (it must not mark the source of a crawl other nodes
+are running as interrupted). (A ``CloseSpider``
 from the scheduler's own ``open`` would skip opening Scrapy's scraper, whose close then fails.)
 """
 
@@ -24,6 +26,7 @@ from recordhound.frontier.backend import Counts
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.hostgate import HostGate
 from recordhound.frontier.policy import CrawlPolicy
+from recordhound.frontier.registry import NOT_JOINED_STAT
 from recordhound.robots import robots_limits
 
 if TYPE_CHECKING:
@@ -54,7 +57,7 @@ class Opening:
         clock: Any = reactor  # zope's interface methods confuse mypy's count of arguments
         trigger = clock.addSystemEventTrigger("before", "shutdown", self.stopping.set)
         deferred: Deferred[None] = threads.deferToThread(self.join, crawl)
-        deferred.addBoth(lambda result: (clock.removeSystemEventTrigger(trigger), result)[1])
+        deferred.addBoth(lambda result: (self.stopping.is_set() or clock.removeSystemEventTrigger(trigger), result)[1])
         deferred.addCallbacks(lambda _: self.s.opened(crawl), self._not_joined)
         return deferred
 
@@ -109,9 +112,11 @@ class Opening:
         exc = failure.value
         if not isinstance(exc, lifecycle.NotJoined):
             return failure
+        stats = self.s.crawler.stats
         if exc.reason != "shutdown":
             logger.error("%s", exc)
-            self.s.crawler.stats.set_value("recordhound/fatal", f"frontier: {exc}")
+            stats.set_value("recordhound/fatal", f"frontier: {exc}")
+        stats.set_value(NOT_JOINED_STAT, exc.reason)  # the store pipeline then opens nothing
         self.close_reason = exc.reason
         return None
 

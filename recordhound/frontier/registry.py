@@ -33,6 +33,7 @@ _schedulers: WeakKeyDictionary[Crawler, Frontier] = WeakKeyDictionary()
 FRONTIER_ID = "recordhound_frontier_id"  # request.meta key of a leased request's id
 PARENT_ID = "recordhound_parent_id"  # request.meta key of a yielded request: its parent's id (popped)
 STAT = "recordhound/frontier/"  # prefix of the frontier's stats (the scheduler's and its upkeep's)
+NOT_JOINED_STAT = STAT + "not_joined"  # set (to the close reason) when this node gave up joining
 KIND_META = "recordhound_kind"  # request.meta key: the link kind ("listing", "product", ...) of the profile
 
 

@@ -27,6 +27,7 @@ from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.errors import record_error
 from recordhound.extensions.health import HEALTH_STAT
 from recordhound.frontier import engine_access
+from recordhound.frontier.registry import NOT_JOINED_STAT
 from recordhound.items import Release, Unchanged
 from recordhound.pause import pauses
 from recordhound.pipelines.batcher import Backlog, Batcher
@@ -72,6 +73,9 @@ class StorePipeline:
         from recordhound.db.samples import record_sample
         from recordhound.db.sources import ensure_source, update_source_meta
 
+        if self.crawler.stats.get_value(NOT_JOINED_STAT):
+            logger.info("This node did not join the crawl: the product store is not opened")
+            return  # the crawl closes at once; the source's status is the other nodes'
         profile = self.crawler.spider.profile  # type: ignore[union-attr]  # open: the catalog spider, with its profile
         self.engine = make_engine(self.config.database_url)
         if self.config.auto_upgrade:

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 
 from recordhound.demo.process import ShopProcess
 from tests.faultproxy import BLACKHOLE, CUT, STALL, FaultProxy
@@ -274,6 +275,12 @@ def test_a_node_whose_redis_stays_lost_while_it_joins_exits_1_with_one_error(tmp
         assert "error: the crawl stopped: frontier: the frontier store stayed unreachable for 8 s" in log, log[-2500:]
         assert "'finish_reason': 'frontier_unreachable'" in log, log[-2500:]
         assert "Traceback" not in log, log[-2500:]
+        # it never joined: it must not mark the source of a crawl other nodes run as interrupted
+        engine = sqlalchemy.create_engine(setup.database_url)
+        try:
+            assert "sources" not in sqlalchemy.inspect(engine).get_table_names(), "the product store was opened"
+        finally:
+            engine.dispose()
 
 
 def test_redis_blackholed_while_a_node_joins_the_node_waits_for_it_and_finishes(tmp_path: Path) -> None:
