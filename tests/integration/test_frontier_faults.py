@@ -201,6 +201,7 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
                     nodes[0].signal(signal.SIGCONT)
                     nodes.append(setup.start(*NODE, name="node1"))
                     wait_for_pages(shop, 10)
+                    _wait_joined(setup, "node1", nodes[1])  # past its start-up check of Redis (that exits 1)
                 time.sleep(1.0)
                 if moment == "failover_mid_crawl":
                     server.reload(snapshot)
@@ -215,6 +216,14 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
                     node.ensure_stopped()
     finally:
         server.kill()
+
+
+def _wait_joined(setup: CrawlSetup, name: str, node: Crawler, timeout: float = 90) -> None:
+    """Until the node has joined the crawl (its frontier logged what it found)."""
+    deadline, log = time.monotonic() + timeout, setup.workdir / f"{name}.log"
+    while " for crawl 'demo', node " not in log.read_text():
+        assert time.monotonic() < deadline and node.process.poll() is None, _log(setup, [name])
+        time.sleep(0.05)
 
 
 @contextlib.contextmanager
