@@ -70,7 +70,8 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
             if not backend.is_transient(exc):
                 raise
             backend.close()
-            deadline = deadline or time.monotonic() + wait_seconds
+            if deadline is None:
+                deadline = time.monotonic() + wait_seconds
             if time.monotonic() >= deadline:
                 raise NotJoined(f"the frontier store stayed unreachable for {wait_seconds:.0f} s while this "
                                 f"node was joining the crawl: {exc}", "frontier_unreachable") from None

@@ -5,8 +5,8 @@ A node that gives up joining (the store stayed unreachable, or SIGINT/SIGTERM wh
 holds no lease, so the open succeeds and the crawl closes as soon as Scrapy has opened it: a
 ``spider_opened`` handler raises ``CloseSpider`` with the reason, and the store pipeline, told by
 the stat ``NOT_JOINED_STAT``, opens nothing (it must not mark the source of a crawl other nodes
-are running as interrupted). (A ``CloseSpider``
-from the scheduler's own ``open`` would skip opening Scrapy's scraper, whose close then fails.)
+are running as interrupted). A ``CloseSpider`` from the scheduler's own ``open`` would skip
+opening Scrapy's scraper, whose close then fails.
 """
 
 from __future__ import annotations
@@ -56,8 +56,14 @@ class Opening:
         crawl = self.prepare(spider)
         clock: Any = reactor  # zope's interface methods confuse mypy's count of arguments
         trigger = clock.addSystemEventTrigger("before", "shutdown", self.stopping.set)
+
+        def joined_or_not(result: object) -> object:
+            if not self.stopping.is_set():  # a fired trigger is gone already (removing it is deprecated)
+                clock.removeSystemEventTrigger(trigger)
+            return result
+
         deferred: Deferred[None] = threads.deferToThread(self.join, crawl)
-        deferred.addBoth(lambda result: (self.stopping.is_set() or clock.removeSystemEventTrigger(trigger), result)[1])
+        deferred.addBoth(joined_or_not)
         deferred.addCallbacks(lambda _: self.s.opened(crawl), self._not_joined)
         return deferred
 
