@@ -103,7 +103,8 @@ def failed_paths(setup: CrawlSetup) -> list[str]:
 def assert_frontier_clean(setup: CrawlSetup, truth: dict[str, Any]) -> None:
     from recordhound.frontier.status import verify
 
-    assert failed_paths(setup) == sorted(truth["faults"][f].lstrip("/") for f in FAILED_FAULTS)
+    failed, known = failed_paths(setup), sorted(truth["faults"][f].lstrip("/") for f in FAILED_FAULTS)
+    assert failed == known, f"failed pages {failed}, the shop's known fault pages {known}"
     counts = setup.counts()
     # nothing queued or leased; rechecks that came due since the crawl ended are the next run's work
     assert counts.seeded and counts.queued == 0 and counts.leased_total == 0, counts
