@@ -28,7 +28,7 @@ from scrapy import Request, Spider
 from scrapy.utils.defer import deferred_from_coro
 
 from recordhound.config import FrontierConfig
-from recordhound.errors import record_error
+from recordhound.errors import FATAL_STAT, record_error
 from recordhound.frontier import engine_access, registry, serialize
 from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, Leased, Recheck
 from recordhound.frontier.hostgate import HostGate
@@ -136,6 +136,12 @@ class FrontierScheduler:
     def enqueue_request(self, request: Request) -> bool:
         parent = request.meta.get(FRONTIER_ID)
         child_of = request.meta.pop(PARENT_ID, None)
+        if parent is not None and parent not in self.book and self.outcomes.is_downloading(parent):
+            # a retry or redirect of a request whose lease the store took back while it downloaded: the
+            # store has the request queued again, so what stands for it is not this process's to queue
+            self.inc("stale_replacements")
+            self.outcomes.replaced(parent)  # nothing to write: the book no longer holds it
+            return False
         entry = self._buffer(request, start=parent is None and child_of is None)
         if parent is not None and self.outcomes.is_downloading(parent):
             # a retry or redirect stands for its parent now (even when it is a duplicate);
@@ -370,7 +376,7 @@ class FrontierScheduler:
             return
         self.phase = "broken"
         logger.error("Frontier error that retrying cannot fix; closing the crawl", exc_info=exc)
-        self.crawler.stats.set_value("recordhound/fatal", f"frontier: {type(exc).__name__}: {exc}")
+        self.crawler.stats.set_value(FATAL_STAT, f"frontier: {type(exc).__name__}: {exc}")
         if self.crawler.engine is not None:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason="frontier_error"))
 

@@ -1,8 +1,10 @@
 """Stateful property tests of the scheduler's pause transitions, on both real backends.
 
 Hypothesis drives random sequences of what a crawl does to its scheduler: requests found,
-the engine asking for the next one, a page finished or failed, the crawl paused (the product
-store behind or down) and resumed, the tick, a graceful stop and a restart. The engine is
+the engine asking for the next one, a page finished, failed or redirected, the store taking a
+lease back while its page downloads (then the page ends, fails or redirects: none of it is this
+process's to write), the crawl paused (the product store behind or down) and resumed, the tick,
+a graceful stop and a restart. The engine is
 Scrapy's own (made, not started: the test is its loop); the store is a SQLite file or the
 shared Redis under a prefix of its own. After every step the store and the process agree:
 the store's leases of this node are exactly those in the lease book or waiting in the write
@@ -33,6 +35,7 @@ from recordhound.pause import pauses
 from tests.services import redis_url, unique_prefix
 
 URLS = [f"https://shop.test/p/{i}" for i in range(12)]  # few: duplicates are common
+MOVED = [f"https://shop.test/moved/{i}" for i in range(4)]  # where a page redirects to
 REASON = "product store behind"
 MAX_STEPS = 40
 
@@ -119,6 +122,42 @@ class SchedulerMachine(RuleBasedStateMachine):
         else:
             outcomes.failed(frontier_id, "http_404")
             self.failed.append(url)
+
+    @precondition(lambda self: self.handed)
+    @rule(data=st.data(), to=st.sampled_from(MOVED))
+    def page_redirects(self, data: st.DataObject, to: str) -> None:
+        """Scrapy's RedirectMiddleware queues the new URL in the page's place (its meta copied)."""
+        frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
+        url = self.handed.pop(frontier_id)
+        self.scheduler.enqueue_request(_redirect(url, to, frontier_id))
+        if to == url:
+            self.failed.append(url)  # a redirect loop
+        else:
+            self.done.append(url)  # replaced: its lease is acked once the buffer holding the redirect is written
+            self.found.add(to)
+
+    @precondition(lambda self: self.handed)
+    @rule(data=st.data(), then=st.sampled_from(["redirects", "ends", "fails"]), to=st.sampled_from(MOVED))
+    def store_takes_a_lease_back(self, data: st.DataObject, then: str, to: str) -> None:
+        """The store no longer has a lease this process holds (it came back from an older snapshot, or
+        the lease expired and was reclaimed while the process stalled); the process re-syncs while the
+        page is still downloading. Whatever the page does next is not this process's to write: the
+        URL is queued again and gets its one outcome when fetched again."""
+        frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
+        url = self.handed.pop(frontier_id)
+        s = self.scheduler
+        held = s.book.get(frontier_id)
+        assert held is not None
+        assert s.backend.release([held.lease]) == 1
+        s.upkeep.resync()
+        assert frontier_id not in s.book
+        if then == "redirects":
+            s.enqueue_request(_redirect(url, to, frontier_id))
+        elif then == "ends":
+            s.outcomes.response_received(frontier_id)
+            s.outcomes.output_finished(frontier_id)
+        else:
+            s.outcomes.failed(frontier_id, "http_500")
 
     @precondition(lambda self: not self.paused)
     @rule()
@@ -214,6 +253,10 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert sorted(self.done + self.failed) == sorted(self.found), "each URL found has one outcome"
         assert (counts.done, counts.failed) == (len(self.done), len(self.failed)), counts
         assert s.backend.verify() == []
+
+
+def _redirect(url: str, to: str, frontier_id: int) -> Request:
+    return Request(to, meta={FRONTIER_ID: frontier_id, "redirect_urls": [url]})
 
 
 class RedisSchedulerMachine(SchedulerMachine):
