@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+FATAL_STAT = "recordhound/fatal"  # set by a component that ends the crawl on an error it cannot fix (exit 1)
 
 
 def record_error(crawler: Crawler, kind: str, url: str, message: str) -> None:

@@ -21,6 +21,7 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from recordhound import preflight
+from recordhound.errors import FATAL_STAT
 from recordhound.exceptions import RecordhoundError
 from recordhound.extensions.health import HEALTH_STAT
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-FATAL_STAT = "recordhound/fatal"  # set by a component that ends the crawl on an error it cannot fix
 
 
 def user_error(exc: BaseException | None) -> RecordhoundError | None:

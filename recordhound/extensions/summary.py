@@ -71,6 +71,9 @@ class CrawlSummary:
 
     def spider_closed(self, reason: str) -> None:
         self.reason = reason
+        engine = self.crawler.engine
+        if engine is not None and engine.start_time is None:
+            self.engine_stopped()  # closed before its engine started (a node that did not join): no engine_stopped
 
     def engine_stopped(self) -> None:
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}

@@ -60,7 +60,8 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
     with the backoff of an outage mid-crawl (0.5 s doubling to ``retry_max_seconds``). ``NotJoined``
     once the store has been unreachable for ``wait_seconds`` (a try that starts before may wait its
     call timeout), or as soon as the crawl is stopped (``stopping``: SIGINT or SIGTERM while the
-    node waits). Any other error is raised at once."""
+    node waits). Any other RecordhoundError (a node id in use, say) is ``NotJoined`` at once (close
+    reason ``frontier_refused``); any other error is raised at once."""
     deadline, attempt = None, 0  # counted from the first failure (a reset may be waited for before)
     while True:
         attempt += 1
@@ -68,7 +69,10 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
             return step()
         except Exception as exc:
             if not backend.is_transient(exc):
-                raise
+                if not isinstance(exc, RecordhoundError):
+                    raise
+                backend.close()  # a node id in use, a frontier file it cannot open, ...
+                raise NotJoined(str(exc), "frontier_refused") from exc
             backend.close()
             if deadline is None:
                 deadline = time.monotonic() + wait_seconds

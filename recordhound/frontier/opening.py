@@ -1,7 +1,8 @@
 """Opening the frontier for a crawl: the spider's policy, the store and the host gate, then joining
 the crawl off the reactor (lock waits, another node's reset, a store lost while joining).
 
-A node that gives up joining (the store stayed unreachable, or SIGINT/SIGTERM while it waited)
+A node that gives up joining (the store stayed unreachable, it refused this node, as when its node
+id is in use, or SIGINT/SIGTERM while it waited)
 holds no lease, so the open succeeds and the crawl closes as soon as Scrapy has opened it: a
 ``spider_opened`` handler raises ``CloseSpider`` with the reason, and the store pipeline, told by
 the stat ``NOT_JOINED_STAT``, opens nothing (it must not mark the source of a crawl other nodes
@@ -21,6 +22,7 @@ from scrapy.exceptions import CloseSpider
 from twisted.internet import threads
 
 from recordhound import failpoints
+from recordhound.errors import FATAL_STAT
 from recordhound.frontier import lifecycle
 from recordhound.frontier.backend import Counts
 from recordhound.frontier.factory import make_backend
@@ -121,7 +123,7 @@ class Opening:
         stats = self.s.crawler.stats
         if exc.reason != "shutdown":
             logger.error("%s", exc)
-            stats.set_value("recordhound/fatal", f"frontier: {exc}")
+            stats.set_value(FATAL_STAT, f"frontier: {exc}")
         stats.set_value(NOT_JOINED_STAT, exc.reason)  # the store pipeline then opens nothing
         self.close_reason = exc.reason
         return None
