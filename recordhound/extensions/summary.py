@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from recordhound.config import ReportConfig
+from recordhound.frontier.registry import NOT_JOINED_STAT
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -72,8 +73,8 @@ class CrawlSummary:
     def spider_closed(self, reason: str) -> None:
         self.reason = reason
         engine = self.crawler.engine
-        if engine is not None and engine.start_time is None:
-            self.engine_stopped()  # closed before its engine started (a node that did not join): no engine_stopped
+        if engine is not None and engine.start_time is None and self.crawler.stats.get_value(NOT_JOINED_STAT):
+            self.engine_stopped()  # closed before its engine started, so no engine_stopped comes
 
     def engine_stopped(self) -> None:
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}

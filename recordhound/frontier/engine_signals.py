@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 class EngineSignals:
     def __init__(self, scheduler: FrontierScheduler) -> None:
         self.s = scheduler
-        self._to_look: list[Request] = []  # children to look at once the engine scheduled them
+        self.clock: Any = reactor  # when _look runs (zope's interface methods confuse mypy's count of arguments)
+        self._to_look: list[tuple[Request, object | None]] = []  # once the engine scheduled them: children,
+        # and redirects (retries) with the hand-out of the request they stand for
 
     def connect(self, crawler: Crawler) -> None:
         for handler, signal in ((self._response_received, signals.response_received),
@@ -55,17 +57,19 @@ class EngineSignals:
         replacement = FRONTIER_ID in request.meta and self.s.outcomes.is_downloading(request.meta[FRONTIER_ID])
         if PARENT_ID in request.meta or replacement:
             if not self._to_look:
-                clock: Any = reactor
-                clock.callLater(0, self._look)
-            self._to_look.append(request)
+                self.clock.callLater(0, self._look)
+            self._to_look.append((request, self.s.outcomes.handing(request.meta[FRONTIER_ID]) if replacement else None))
 
     def _look(self) -> None:
-        requests, self._to_look = self._to_look, []
-        self.settle_if_dropped(requests)
-        for request in requests:  # a redirect (or retry) the engine dropped: its parent ends with it
-            frontier_id = request.meta.get(FRONTIER_ID)
-            if frontier_id is not None and self.s.outcomes.is_downloading(frontier_id):
-                self.s.outcomes.failed(frontier_id, f"redirect_dropped: to {request.url} (off-site or refused)")
+        looked, self._to_look = self._to_look, []
+        self.settle_if_dropped([request for request, _ in looked])
+        outcomes = self.s.outcomes
+        for request, handing in looked:  # a redirect (or retry) the engine dropped: its parent ends with it
+            if handing is None:
+                continue  # a child
+            frontier_id = request.meta[FRONTIER_ID]
+            if outcomes.handing(frontier_id) is handing and outcomes.is_downloading(frontier_id):
+                outcomes.failed(frontier_id, f"redirect_dropped: to {request.url} (off-site or refused)")
 
     def settle_if_dropped(self, requests: list[Request]) -> None:
         """Children the engine dropped before ``enqueue_request`` settle their parent's count,

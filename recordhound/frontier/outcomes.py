@@ -45,6 +45,11 @@ class Outcomes:
         state = self._states.get(frontier_id)
         return state is not None and state.downloading
 
+    def handing(self, frontier_id: int) -> object | None:
+        """The current hand-out of ``frontier_id`` (compare by identity: the same id handed out again,
+        after the store took its lease back, is another), None when it has none."""
+        return self._states.get(frontier_id)
+
     def response_received(self, frontier_id: int) -> None:
         if (state := self._states.get(frontier_id)) is not None:
             state.downloading = False

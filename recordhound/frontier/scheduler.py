@@ -307,8 +307,11 @@ class FrontierScheduler:
     def report(self, frontier_id: int, problem: Problem) -> float | None:
         """An errback's problem: a retry after a stored wait, or a dead letter (None)."""
         held = self.book.get(frontier_id)
-        if frontier_id not in self.outcomes or held is None:
+        if frontier_id not in self.outcomes:
             return None
+        if held is None:  # the store took the lease back while it downloaded: it has the request queued again
+            self.outcomes.failed(frontier_id, problem.reason)  # nothing to write (stale_dropped)
+            return 0.0
         retry_in = self.policy.retry.retry_in(held.tries + 1, problem)
         self.outcomes.failed(frontier_id, problem.reason, retry_in)
         return retry_in

@@ -26,10 +26,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
+from twisted.internet.task import Clock
 
 from recordhound import settings as project_settings
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.registry import FRONTIER_ID, STAT
+from recordhound.frontier.retry import Problem
 from recordhound.frontier.scheduler import FrontierScheduler
 from recordhound.pause import pauses
 from tests.services import redis_url, unique_prefix
@@ -73,6 +75,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         scheduler = FrontierScheduler.from_crawler(crawler)
         scheduler.opening.join(scheduler.opening.prepare(crawler.spider))
         scheduler.phase = "open"  # no tick loop or renewer: the rules run the tick
+        self.clock = scheduler.engine_signals.clock = Clock()  # the reactor is not running: the rules move time
         if self.paused:
             pauses(crawler).hold(REASON)
         return scheduler
@@ -129,7 +132,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         """Scrapy's RedirectMiddleware queues the new URL in the page's place (its meta copied)."""
         frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
         url = self.handed.pop(frontier_id)
-        self.scheduler.enqueue_request(_redirect(url, to, frontier_id))
+        self._engine_schedules(_redirect(url, to, frontier_id))
         if to == url:
             self.failed.append(url)  # a redirect loop
         else:
@@ -137,12 +140,13 @@ class SchedulerMachine(RuleBasedStateMachine):
             self.found.add(to)
 
     @precondition(lambda self: self.handed)
-    @rule(data=st.data(), then=st.sampled_from(["redirects", "ends", "fails"]), to=st.sampled_from(MOVED))
+    @rule(data=st.data(), then=st.sampled_from(["redirects", "ends", "fails", "errback"]), to=st.sampled_from(MOVED))
     def store_takes_a_lease_back(self, data: st.DataObject, then: str, to: str) -> None:
         """The store no longer has a lease this process holds (it came back from an older snapshot, or
         the lease expired and was reclaimed while the process stalled); the process re-syncs while the
         page is still downloading. Whatever the page does next is not this process's to write: the
-        URL is queued again and gets its one outcome when fetched again."""
+        URL is queued again and gets its one outcome when fetched again (maybe at once, by this
+        process: the engine asks for its next request before the redirect's look)."""
         frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
         url = self.handed.pop(frontier_id)
         s = self.scheduler
@@ -152,12 +156,27 @@ class SchedulerMachine(RuleBasedStateMachine):
         s.upkeep.resync()
         assert frontier_id not in s.book
         if then == "redirects":
-            s.enqueue_request(_redirect(url, to, frontier_id))
+            self._engine_schedules(_redirect(url, to, frontier_id))
+        elif then == "errback":
+            assert s.report(frontier_id, Problem("http_503", "HTTP 503", transient=True)) is not None, \
+                "the catalog spider's errback must not record the page as failed for good"
+            assert frontier_id not in s.outcomes
         elif then == "ends":
             s.outcomes.response_received(frontier_id)
             s.outcomes.output_finished(frontier_id)
         else:
             s.outcomes.failed(frontier_id, "http_500")
+
+    def _engine_schedules(self, redirect: Request) -> None:
+        """Scrapy's order: ``request_scheduled``, then the scheduler (a refusal: ``request_dropped``);
+        the engine asks for its next request (scheduled when the download ended) before the reactor
+        runs the frontier's look at what it scheduled."""
+        s, spider = self.scheduler, self.crawler.spider
+        s.engine_signals._scheduled(redirect, spider)
+        if not s.enqueue_request(redirect):
+            s.engine_signals._dropped(redirect, spider)
+        self.engine_asks()
+        self.clock.advance(0)
 
     @precondition(lambda self: not self.paused)
     @rule()

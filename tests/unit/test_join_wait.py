@@ -1,7 +1,8 @@
 """Joining a crawl while the store is unreachable: ``lifecycle.when_reachable``'s retry loop.
 
 The store is a real embedded frontier; each step opens it, as a join does, and raises what the
-test says (SQLite's own "database is locked" is what the backend calls transient).
+test says (SQLite's own "database is locked" is what the backend calls transient), or meets a
+real lock that another connection holds on the file.
 """
 
 from __future__ import annotations
@@ -99,3 +100,31 @@ def test_a_bug_is_raised_as_it_is(store: SqliteFrontier) -> None:
     with pytest.raises(sqlite3.OperationalError, match="no such column"):
         when_reachable(store, step, CAP, 60, threading.Event())
     assert len(opened_before) == 1
+
+
+def test_a_frontier_file_locked_by_another_process_is_waited_for(tmp_path: Path) -> None:
+    """open() wraps SQLite's "database is locked" in "cannot open the frontier file": still an
+    outage to wait for (another node rebuilding the file, say), not a refusal."""
+    path = str(tmp_path / "crawl.sqlite3")
+    first = SqliteFrontier(path)
+    first.open()
+    first.close()
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # holds the write lock
+    unlock = threading.Timer(0.5, other.rollback)
+    unlock.start()
+    store = SqliteFrontier(path, timeout=0.05)
+    tries = []
+
+    def step() -> str:
+        tries.append(1)
+        store.open()
+        return "joined"
+
+    try:
+        assert when_reachable(store, step, CAP, 10, threading.Event()) == "joined"
+        assert len(tries) > 1  # it met the lock, then waited it out
+    finally:
+        unlock.join()
+        other.close()
+        store.close()
