@@ -310,8 +310,9 @@ class FrontierScheduler:
         if frontier_id not in self.outcomes:
             return None
         if held is None:  # the store took the lease back while it downloaded: it has the request queued again
-            self.outcomes.failed(frontier_id, problem.reason)  # nothing to write (stale_dropped)
-            return 0.0
+            if self.outcomes.is_downloading(frontier_id):  # a download error: no output pass follows to end it
+                self.outcomes.failed(frontier_id, problem.reason)  # nothing to write (stale_dropped)
+            return 0.0  # an error response's output pass ends it (until then the id is not leased again)
         retry_in = self.policy.retry.retry_in(held.tries + 1, problem)
         self.outcomes.failed(frontier_id, problem.reason, retry_in)
         return retry_in

@@ -37,7 +37,8 @@ from recordhound.pause import pauses
 from tests.services import redis_url, unique_prefix
 
 URLS = [f"https://shop.test/p/{i}" for i in range(12)]  # few: duplicates are common
-MOVED = [f"https://shop.test/moved/{i}" for i in range(4)]  # where a page redirects to
+OFFSITE = "https://elsewhere.test/moved"  # Scrapy's off-site filter refuses it in ``request_scheduled``
+MOVED = [f"https://shop.test/moved/{i}" for i in range(4)] + [OFFSITE]  # where a page redirects to
 REASON = "product store behind"
 MAX_STEPS = 40
 
@@ -133,14 +134,15 @@ class SchedulerMachine(RuleBasedStateMachine):
         frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
         url = self.handed.pop(frontier_id)
         self._engine_schedules(_redirect(url, to, frontier_id))
-        if to == url:
-            self.failed.append(url)  # a redirect loop
+        if to in (url, OFFSITE):
+            self.failed.append(url)  # a redirect loop, or a redirect the engine dropped (redirect_dropped)
         else:
             self.done.append(url)  # replaced: its lease is acked once the buffer holding the redirect is written
             self.found.add(to)
 
     @precondition(lambda self: self.handed)
-    @rule(data=st.data(), then=st.sampled_from(["redirects", "ends", "fails", "errback"]), to=st.sampled_from(MOVED))
+    @rule(data=st.data(), then=st.sampled_from(["redirects", "ends", "fails", "download_error", "error_response"]),
+          to=st.sampled_from(MOVED))
     def store_takes_a_lease_back(self, data: st.DataObject, then: str, to: str) -> None:
         """The store no longer has a lease this process holds (it came back from an older snapshot, or
         the lease expired and was reclaimed while the process stalled); the process re-syncs while the
@@ -157,10 +159,16 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert frontier_id not in s.book
         if then == "redirects":
             self._engine_schedules(_redirect(url, to, frontier_id))
-        elif then == "errback":
-            assert s.report(frontier_id, Problem("http_503", "HTTP 503", transient=True)) is not None, \
+        elif then == "download_error":  # the errback, and nothing after it
+            assert s.report(frontier_id, Problem("download_failed", "refused", transient=True)) is not None, \
                 "the catalog spider's errback must not record the page as failed for good"
             assert frontier_id not in s.outcomes
+        elif then == "error_response":  # the errback, then (later) the spider middleware's pass over its output
+            s.outcomes.response_received(frontier_id)
+            assert s.report(frontier_id, Problem("http_503", "HTTP 503", transient=True)) is not None
+            self.engine_asks()  # the engine may ask in between: not for this hand-out's id
+            assert frontier_id not in self.handed, "the same id handed out again before its output pass"
+            s.outcomes.output_finished(frontier_id)
         elif then == "ends":
             s.outcomes.response_received(frontier_id)
             s.outcomes.output_finished(frontier_id)
@@ -173,7 +181,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         runs the frontier's look at what it scheduled."""
         s, spider = self.scheduler, self.crawler.spider
         s.engine_signals._scheduled(redirect, spider)
-        if not s.enqueue_request(redirect):
+        if redirect.url != OFFSITE and not s.enqueue_request(redirect):
             s.engine_signals._dropped(redirect, spider)
         self.engine_asks()
         self.clock.advance(0)
