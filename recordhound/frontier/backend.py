@@ -54,6 +54,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from recordhound.exceptions import RecordhoundError
+
 REQUEUED = "requeued"  # the outcome of a history entry that marks a dead letter put back
 
 
@@ -223,7 +225,14 @@ class FrontierBackend(ABC):
 
     def is_transient(self, exc: BaseException) -> bool:
         """Whether ``exc`` means "the store is unreachable or busy right now" (pause and retry),
-        as opposed to a bug or bad data (fail loudly)."""
+        as opposed to a bug or bad data (fail loudly); also behind the RecordhoundError that
+        ``open()`` wraps its client's error in ("cannot reach Redis at ...")."""
+        if isinstance(exc, RecordhoundError) and exc.__cause__ is not None:
+            return self.is_transient(exc.__cause__)
+        return self._transient(exc)
+
+    def _transient(self, exc: BaseException) -> bool:
+        """This store's client errors that mean unreachable or busy."""
         return False
 
     @abstractmethod

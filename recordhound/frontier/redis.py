@@ -119,9 +119,7 @@ class RedisFrontier(FrontierBackend):
         self._connect()
         old.close()
 
-    def is_transient(self, exc: BaseException) -> bool:
-        if isinstance(exc, RecordhoundError) and exc.__cause__ is not None:
-            return self.is_transient(exc.__cause__)  # open()'s "cannot reach Redis at ..."
+    def _transient(self, exc: BaseException) -> bool:
         if isinstance(exc, redis.AuthenticationError):
             return False  # a ConnectionError to redis-py, a wrong password or ACL to us
         if isinstance(exc, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError):

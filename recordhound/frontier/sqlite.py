@@ -114,10 +114,8 @@ class SqliteFrontier(FrontierBackend):
         assert self._db is not None
         self._db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
-    def is_transient(self, exc: BaseException) -> bool:
+    def _transient(self, exc: BaseException) -> bool:
         """Locked or busy past the wait, a disk I/O error, a full disk; not a read-only or missing file."""
-        if isinstance(exc, RecordhoundError) and exc.__cause__ is not None:
-            return self.is_transient(exc.__cause__)  # open()'s "cannot open the frontier file ..."
         return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(TRANSIENT_ERRORS)
 
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
