@@ -136,21 +136,22 @@ class FrontierScheduler:
     def enqueue_request(self, request: Request) -> bool:
         parent = request.meta.get(FRONTIER_ID)
         child_of = request.meta.pop(PARENT_ID, None)
-        if parent is not None and parent not in self.book and self.outcomes.is_downloading(parent):
+        replacing = parent if parent is not None and self.outcomes.is_downloading(parent) else None
+        if replacing is not None and replacing not in self.book:
             # a retry or redirect of a request whose lease the store took back while it downloaded: the
             # store has the request queued again, so what stands for it is not this process's to queue
             self.inc("stale_replacements")
-            self.outcomes.replaced(parent)  # nothing to write: the book no longer holds it
+            self.outcomes.replaced(replacing)  # nothing to write: the book no longer holds it
             return False
         entry = self._buffer(request, start=parent is None and child_of is None)
-        if parent is not None and self.outcomes.is_downloading(parent):
+        if replacing is not None:
             # a retry or redirect stands for its parent now (even when it is a duplicate);
             # the parent's ack is written after the buffer that holds its replacement
             if _redirect_loop(request):
                 chain = " → ".join([*request.meta["redirect_urls"], request.url])
-                self.outcomes.failed(parent, f"redirect_loop: {chain}")
+                self.outcomes.failed(replacing, f"redirect_loop: {chain}")
             else:
-                self.outcomes.replaced(parent)
+                self.outcomes.replaced(replacing)
         if child_of is not None:
             if entry is not None and entry.fingerprint is not None and (held := self.book.get(child_of)):
                 held.children.append(entry)  # sent again if the store loses it before the parent's ack
