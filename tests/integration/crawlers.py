@@ -12,6 +12,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy
+
 from recordhound.config import FrontierConfig
 from recordhound.frontier.backend import Counts, FrontierBackend
 from recordhound.frontier.redis import RedisFrontier
@@ -44,6 +46,10 @@ class CrawlSetup:
         env = {**self.env(), "RECORDHOUND_FAILPOINTS": failpoints}
         process = subprocess.Popen(args, cwd=self.workdir, env=env, stdout=log, stderr=log)
         return Crawler(process, stats, log)
+
+    def log(self, name: str) -> str:
+        """The whole log of the crawler started as ``name``."""
+        return (self.workdir / f"{name}.log").read_text()
 
     def backend(self) -> FrontierBackend:
         if self.redis_url:
@@ -194,3 +200,20 @@ def wait_for_pages(shop: Any, at_least: int, timeout: float = 60) -> int:
             return served
         time.sleep(0.05)
     raise AssertionError(f"the crawl did not reach {at_least} shop pages in {timeout} s")
+
+
+def wait_joined(setup: CrawlSetup, name: str, node: Crawler, timeout: float = 90) -> None:
+    """Until the crawler started as ``name`` has joined the crawl (its frontier logged what it found)."""
+    deadline = time.monotonic() + timeout
+    while " for crawl 'demo', node " not in setup.log(name):
+        assert time.monotonic() < deadline and node.process.poll() is None, setup.log(name)[-2500:]
+        time.sleep(0.05)
+
+
+def product_store_opened(database_url: str) -> bool:
+    """Whether a crawler opened the product store at ``database_url`` (it creates the tables on open)."""
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        return "sources" in sqlalchemy.inspect(engine).get_table_names()
+    finally:
+        engine.dispose()

@@ -29,11 +29,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy
 
 from recordhound.demo.process import ShopProcess
 from tests.faultproxy import BLACKHOLE, CUT, STALL, FaultProxy
-from tests.integration.crawlers import Crawler, CrawlSetup, wait_for_pages, wait_nodes_out
+from tests.integration.crawlers import (Crawler, CrawlSetup, product_store_opened, wait_for_pages, wait_joined,
+                                        wait_nodes_out)
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.redisserver import RedisServer
 from tests.services import PostgresDatabase, redis_url
@@ -54,12 +54,8 @@ def slow_shop() -> Iterator[ShopProcess]:
         yield shop
 
 
-def _whole_log(setup: CrawlSetup, name: str) -> str:
-    return (setup.workdir / f"{name}.log").read_text()
-
-
 def _log(setup: CrawlSetup, names: list[str]) -> str:
-    return "\n".join(f"--- {name}.log\n" + _whole_log(setup, name)[-2500:] for name in names)
+    return "\n".join(f"--- {name}.log\n" + setup.log(name)[-2500:] for name in names)
 
 
 def _direct(setup: CrawlSetup, url: str) -> CrawlSetup:
@@ -205,7 +201,7 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
                     nodes[0].signal(signal.SIGCONT)
                     nodes.append(setup.start(*NODE, name="node1"))
                     wait_for_pages(shop, 10)
-                    _wait_joined(setup, "node1", nodes[1])  # past its start-up check of Redis (that exits 1)
+                    wait_joined(setup, "node1", nodes[1])  # past its start-up check of Redis (that exits 1)
                 time.sleep(1.0)
                 if moment == "failover_mid_crawl":
                     server.reload(snapshot)
@@ -220,14 +216,6 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
                     node.ensure_stopped()
     finally:
         server.kill()
-
-
-def _wait_joined(setup: CrawlSetup, name: str, node: Crawler, timeout: float = 90) -> None:
-    """Until the node has joined the crawl (its frontier logged what it found)."""
-    deadline = time.monotonic() + timeout
-    while " for crawl 'demo', node " not in _whole_log(setup, name):
-        assert time.monotonic() < deadline and node.process.poll() is None, _log(setup, [name])
-        time.sleep(0.05)
 
 
 @contextlib.contextmanager
@@ -269,7 +257,7 @@ def test_a_node_waiting_for_redis_to_join_stops_at_sigint(tmp_path: Path) -> Non
     with _waiting_to_join(tmp_path, seed=64) as (_, _, setup, node):
         node.signal(signal.SIGINT)
         killed = node.wait_or_kill(15)
-        log = _whole_log(setup, "node0")
+        log = setup.log("node0")
         assert not killed, log[-2500:]
         assert "stopped while this node waited for the frontier store: it did not join" in log, log[-2500:]
         # the reactor may stop before the crawl's open gives up (then nothing closes: nothing opened),
@@ -283,17 +271,13 @@ def test_a_node_whose_redis_stays_lost_while_it_joins_exits_1_with_one_error(tmp
     wait = ("RECORDHOUND_FRONTIER_JOIN_WAIT_SECONDS=8", "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS=1")
     with _waiting_to_join(tmp_path, 65, *wait) as (_, _, setup, node):
         killed = node.wait_or_kill(60)
-        log = _whole_log(setup, "node0")
+        log = setup.log("node0")
         assert not killed and node.process.returncode == 1, log[-2500:]
         assert "error: the crawl stopped: frontier: the frontier store stayed unreachable for 8 s" in log, log[-2500:]
         assert "'finish_reason': 'frontier_unreachable'" in log, log[-2500:]
         assert "Traceback" not in log, log[-2500:]
         # it never joined: it must not mark the source of a crawl other nodes run as interrupted
-        engine = sqlalchemy.create_engine(setup.database_url)
-        try:
-            assert "sources" not in sqlalchemy.inspect(engine).get_table_names(), "the product store was opened"
-        finally:
-            engine.dispose()
+        assert not product_store_opened(setup.database_url), "the product store was opened"
 
 
 def test_redis_blackholed_while_a_node_joins_the_node_waits_for_it_and_finishes(tmp_path: Path) -> None:
@@ -312,7 +296,7 @@ def test_redis_blackholed_while_a_node_joins_the_node_waits_for_it_and_finishes(
             node.signal(signal.SIGCONT)
             proxy.wait_healed()
             codes, problem = wait_nodes_out([node], direct.counts, timeout=120, grace=GRACE_SECONDS)
-            log = _whole_log(setup, "node0")
+            log = setup.log("node0")
             assert not problem and codes == [0], f"{problem}; exit codes {codes}\n" + log[-2500:]
             assert "unreachable while this node joins the crawl" in log, log[-2500:]  # it did wait
             assert_crawl_matches_truth(direct, shop.truth())

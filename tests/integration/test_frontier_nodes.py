@@ -9,10 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import CrawlSetup, wait_for_pages
+from tests.integration.crawlers import CrawlSetup, product_store_opened, wait_for_pages, wait_joined
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
 
@@ -113,28 +112,20 @@ def test_a_process_given_a_node_id_in_use_exits_1_with_one_line_and_opens_nothin
     first = setup.start("RECORDHOUND_NODE_ID=same", "DOWNLOAD_DELAY=0.02", name="first")
     nodes = [first]
     try:
-        deadline = time.monotonic() + 60
-        while " for crawl 'demo', node same:" not in (tmp_path / "first.log").read_text():
-            assert time.monotonic() < deadline and first.process.poll() is None
-            time.sleep(0.05)
-        own_store = tmp_path / "second.sqlite"
-        second = setup.start("RECORDHOUND_NODE_ID=same", f"RECORDHOUND_DATABASE_URL=sqlite:///{own_store}",
-                             name="second")
+        wait_joined(setup, "first", first)
+        own_store = f"sqlite:///{tmp_path / 'second.sqlite'}"
+        second = setup.start("RECORDHOUND_NODE_ID=same", f"RECORDHOUND_DATABASE_URL={own_store}", name="second")
         nodes.append(second)
         assert second.wait(120) == 1
-        log = (tmp_path / "second.log").read_text()
+        log = setup.log("second")
         assert "error: the crawl stopped: frontier: node id 'same' (RECORDHOUND_NODE_ID) is in use by pid " \
                f"{first.process.pid}" in log, log[-2500:]
         assert "'finish_reason': 'frontier_refused'" in log, log[-2500:]
         assert "Traceback" not in log, log[-2500:]
         stats = second.stats()  # written although its engine never started
         assert (stats["finish_reason"], stats["recordhound/frontier/not_joined"]) == ("frontier_refused",) * 2
-        engine = sqlalchemy.create_engine(f"sqlite:///{own_store}")
-        try:
-            assert "sources" not in sqlalchemy.inspect(engine).get_table_names(), "the product store was opened"
-        finally:
-            engine.dispose()
-        assert first.wait(300) == 0, (tmp_path / "first.log").read_text()[-3000:]
+        assert not product_store_opened(own_store), "the product store was opened"
+        assert first.wait(300) == 0, setup.log("first")[-3000:]
         assert_crawl_matches_truth(setup, shop.truth())
     finally:
         for node in nodes:
