@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 from price_parser import Price
 
@@ -46,7 +47,7 @@ PLAUSIBLE_RANGES: dict[str, tuple[Decimal, Decimal]] = {
 }
 DECIMAL_SEPARATORS = (".", ",")
 THOUSANDS_SEPARATORS = (".", ",", " ", "'")
-_SPACES = "\u00a0\u202f\u2009 "
+_SPACES = re.compile("[\u00a0\u202f\u2009 ]")
 _CENT = Decimal("0.01")
 
 
@@ -117,12 +118,11 @@ def parse_price(
     if not text or not text.strip():
         raise FieldError("no price on the page")
     shown = text.strip()
-    parsed = Price.fromstring(shown, currency_hint=currency_text)
-    digits = re.sub(f"[{_SPACES}]", " ", parsed.amount_text or "").strip()
+    digits, found = (_cached_reading if len(shown) <= CACHED_TEXT_LENGTH else _reading)(shown, currency_text)
     if not digits or not any(ch.isdigit() for ch in digits):
         raise FieldError(f"no amount in price text {shown!r}")
     mapping = symbols or {}
-    code = currency_code(currency_text, mapping) or currency_code(parsed.currency, mapping) or default_currency
+    code = currency_code(currency_text, mapping) or currency_code(found, mapping) or default_currency
     if not code:
         raise FieldError(f"no currency in price text {shown!r} and no default_currency")
     rule = rule_for(code)
@@ -138,6 +138,23 @@ def parse_price(
             f"{low}–{high} {code}; set price.range (or price.currencies.{code}.range) if it is right",
             amount, code)
     return Money(amount.quantize(_CENT), code)
+
+
+def _reading(shown: str, currency_text: str | None) -> tuple[str, str | None]:
+    """price-parser's reading of the text: (the amount as printed, spaces made plain; the currency it found)."""
+    parsed = Price.fromstring(shown, currency_hint=currency_text)
+    return _SPACES.sub(" ", parsed.amount_text or "").strip(), parsed.currency
+
+
+# a shop prints the same few hundred prices on page after page; a long text (scraped, untrusted) is not kept
+_cached_reading = lru_cache(maxsize=4096)(_reading)
+CACHED_TEXT_LENGTH = 64
+
+
+@lru_cache(maxsize=64)
+def _grouped(marks: str) -> re.Pattern[str]:
+    """Whole digits, plain or grouped by threes with one of ``marks`` throughout."""
+    return re.compile(rf"\d+|\d{{1,3}}([{re.escape(marks)}])\d{{3}}(\1\d{{3}})*")
 
 
 def _detect(digits: str, shown: str, code: str) -> str | None:
@@ -163,8 +180,8 @@ def _read(digits: str, separator: str | None, thousands: str | None, shown: str,
         whole, decimals = digits.rsplit(separator, 1)
     else:
         whole, decimals = digits, ""
-    marks = re.escape(thousands or "".join(s for s in THOUSANDS_SEPARATORS if s != separator))
-    well_formed = (re.fullmatch(rf"\d+|\d{{1,3}}([{marks}])\d{{3}}(\1\d{{3}})*", whole) is not None
+    marks = thousands or "".join(s for s in THOUSANDS_SEPARATORS if s != separator)
+    well_formed = (_grouped(marks).fullmatch(whole) is not None
                    and re.fullmatch(r"\d{0,2}", decimals) is not None)
     amount = Decimal("".join(ch for ch in whole if ch.isdigit()) + "." + ("".join(ch for ch in decimals if ch.isdigit()) or "0"))
     if not well_formed:

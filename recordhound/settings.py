@@ -48,7 +48,11 @@ ITEM_PIPELINES = {
     "recordhound.pipelines.normalize.NormalizePipeline": 100,
     "recordhound.pipelines.store.StorePipeline": 500,
 }
+# Scrapy's in-memory stats without its per-access deprecation shim (extensions/lean.py)
+STATS_CLASS = "recordhound.extensions.lean.LeanStats"
 EXTENSIONS = {
+    # no DEBUG record per page or item when no log handler would take it (extensions/lean.py)
+    "recordhound.extensions.lean.UnheardDebugRecords": 100,
     "recordhound.extensions.backends.BackendsBanner": 400,  # says which frontier, store, review queue
     "recordhound.extensions.progress.CrawlProgress": 450,  # off unless RECORDHOUND_PROGRESS_SECONDS
     "recordhound.extensions.summary.CrawlSummary": 500,

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 
 from recordhound.exceptions import FieldError
-from recordhound.prices import AmbiguousPrice, ImplausiblePrice, PriceRule, parse_price
+from recordhound.prices import CACHED_TEXT_LENGTH, AmbiguousPrice, ImplausiblePrice, Money, PriceRule, parse_price
 
 
 @pytest.mark.parametrize(("text", "amount", "currency"), [
@@ -85,3 +85,18 @@ def test_structured_numbers_use_the_schema_org_separator_whatever_the_rule() -> 
     comma = _rules(EUR=PriceRule(","))
     assert parse_price("1234.56", currency_text="EUR", rule_for=comma, schema_number=True).amount == Decimal("1234.56")
     assert parse_price("12,99", currency_text="EUR", rule_for=comma, schema_number=True).amount == Decimal("12.99")
+
+
+def test_a_price_read_again_keeps_its_own_currency_and_rules() -> None:
+    """Readings of a price text are cached: the same text with another currency field, another
+    default or another profile rule must still read as that one says."""
+    comma = PriceRule(decimal_separator=",")
+    assert parse_price("12,50", default_currency="EUR", rule_for=lambda _: comma) == Money(Decimal("12.50"), "EUR")
+    assert parse_price("12,50", currency_text="SEK", rule_for=lambda _: comma) == Money(Decimal("12.50"), "SEK")
+    with pytest.raises(AmbiguousPrice):
+        parse_price("1,250", default_currency="USD")
+    assert parse_price("1,250", default_currency="USD",
+                       rule_for=lambda _: PriceRule(decimal_separator=".")) == Money(Decimal("1250.00"), "USD")
+    long_text = "€ 111 " + "incl. VAT " * 8  # past the cached length: read the same way
+    assert len(long_text) > CACHED_TEXT_LENGTH
+    assert parse_price(long_text) == parse_price(long_text) == Money(Decimal("111.00"), "EUR")

@@ -1,0 +1,135 @@
+"""What a node trims of Scrapy's per-page work: the stats collector's per-access shim and the DEBUG
+records ("Crawled (200)", "Scraped from") that no log handler takes. Both must leave what a user
+sees unchanged: the same stats, every record a handler does take."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from scrapy import Spider, signals
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.misc import load_object
+from scrapy.utils.project import get_project_settings
+from scrapy.utils.test import get_crawler
+
+HOT_LOGGERS = ("scrapy.core.engine", "scrapy.core.scraper")
+
+
+def project_stats() -> Any:
+    settings = get_project_settings()
+    crawler = get_crawler(Spider, settings_dict={"STATS_CLASS": settings["STATS_CLASS"]})
+    return crawler.stats, get_crawler(Spider).stats
+
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("inc_value"), st.sampled_from("abc"), st.integers(-3, 3)),
+    st.tuples(st.just("max_value"), st.sampled_from("abc"), st.integers(-9, 9)),
+    st.tuples(st.just("min_value"), st.sampled_from("abc"), st.integers(-9, 9)),
+    st.tuples(st.just("set_value"), st.sampled_from("abc"), st.integers(-9, 9)),
+    st.tuples(st.just("clear_stats"), st.none(), st.none()),
+), max_size=30)
+
+
+@given(OPS)
+def test_the_project_stats_keep_scrapys_values(ops: list[tuple[str, str | None, int | None]]) -> None:
+    ours, scrapys = project_stats()
+    assert isinstance(ours, MemoryStatsCollector)
+    for name, key, value in ops:
+        for stats in (ours, scrapys):
+            getattr(stats, name)(*(() if key is None else (key, value)))
+        assert ours.get_stats() == scrapys.get_stats()
+        assert ours.get_value("a", "none") == scrapys.get_value("a", "none")
+
+
+def exceptions_raised(call: Any) -> list[str]:
+    """Names of the exceptions raised (and caught) inside ``call``, traced frame by frame."""
+    raised: list[str] = []
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "exception":
+            raised.append(arg[0].__name__)
+        return trace
+
+    sys.settrace(trace)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return raised
+
+
+def test_a_stats_call_raises_nothing_on_the_way() -> None:
+    """Scrapy's collector looks up a ``_cached_<name>`` attribute on every access and catches the
+    AttributeError (its spider-argument deprecation shim): several per page."""
+    ours, scrapys = project_stats()
+    assert "AttributeError" in exceptions_raised(lambda: scrapys.inc_value("pages"))  # what is trimmed
+    assert exceptions_raised(lambda: ours.inc_value("pages")) == []
+    assert exceptions_raised(lambda: ours.max_value("depth", 3)) == []
+    assert ours.get_stats() == {"pages": 1, "depth": 3}
+
+
+def opened(handler_level: int) -> Iterator[Any]:
+    """A crawler with the project's extensions, a root handler at ``handler_level``, spider opened."""
+    handler = logging.NullHandler(handler_level)
+    logging.root.addHandler(handler)
+    name = "recordhound.extensions.lean.UnheardDebugRecords"
+    assert name in get_project_settings()["EXTENSIONS"]
+    crawler = get_crawler(Spider, settings_dict={"LOG_LEVEL": logging.getLevelName(handler_level)})
+    crawler.spider = crawler._create_spider("lean")
+    extension = load_object(name).from_crawler(crawler)
+    try:
+        crawler.signals.send_catch_log(signals.spider_opened, spider=crawler.spider)
+        yield extension
+        crawler.signals.send_catch_log(signals.spider_closed, spider=crawler.spider, reason="finished")
+    finally:
+        logging.root.removeHandler(handler)
+
+
+def enabled(name: str) -> bool:
+    return logging.getLogger(name).isEnabledFor(logging.DEBUG)
+
+
+def test_debug_records_no_handler_takes_are_not_made() -> None:
+    before = logging.getLogger("scrapy").level, logging.getLogger("recordhound").level
+    root = logging.root.level
+    logging.root.setLevel(logging.NOTSET)  # as `scrapy crawl` leaves it (handlers filter) ...
+    logging.getLogger("scrapy").setLevel(logging.DEBUG)  # ... and Scrapy's logging config sets this
+    quiet = logging.DEBUG, before[1]
+    saved = [(h, h.level) for h in logging.root.handlers]
+    for h in logging.root.handlers:  # pytest's own capture handlers would take everything
+        h.setLevel(logging.WARNING)
+    try:
+        for _ in opened(logging.INFO):
+            assert not any(enabled(name) for name in HOT_LOGGERS + ("recordhound.frontier",))
+            assert logging.getLogger("scrapy.core.engine").isEnabledFor(logging.INFO)
+        assert all(enabled(name) for name in HOT_LOGGERS), "the levels are given back at close"
+        assert (logging.getLogger("scrapy").level, logging.getLogger("recordhound").level) == quiet
+    finally:
+        for h, level in saved:
+            h.setLevel(level)
+        logging.root.setLevel(root)
+        logging.getLogger("scrapy").setLevel(before[0])
+
+
+def test_a_handler_that_takes_debug_still_gets_every_record() -> None:
+    root = logging.root.level
+    logging.root.setLevel(logging.NOTSET)
+    try:
+        for _ in opened(logging.DEBUG):
+            assert all(enabled(name) for name in HOT_LOGGERS)
+        child = logging.getLogger("scrapy.core.engine")
+        own = logging.NullHandler(logging.DEBUG)
+        child.addHandler(own)  # a handler on one Scrapy logger counts too
+        try:
+            for _ in opened(logging.INFO):
+                assert enabled("scrapy.core.engine")
+        finally:
+            child.removeHandler(own)
+    finally:
+        logging.root.setLevel(root)
