@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
     from recordhound.frontier.leasebook import LeaseBook, Held
 
-    from recordhound.frontier.retry import Problem
+    from recordhound.frontier.retry import Problem, Stale
 
 
 class Frontier(Protocol):
@@ -25,7 +25,7 @@ class Frontier(Protocol):
 
     def start_finished(self) -> None: ...
 
-    def report(self, frontier_id: int, problem: Problem) -> float | None: ...
+    def report(self, frontier_id: int, problem: Problem) -> float | Stale | None: ...
 
 
 _schedulers: WeakKeyDictionary[Crawler, Frontier] = WeakKeyDictionary()
@@ -45,9 +45,11 @@ def lookup(crawler: Crawler) -> Frontier | None:
     return _schedulers.get(crawler)
 
 
-def report_failure(crawler: Crawler, request: object, problem: Problem) -> float | None:
+def report_failure(crawler: Crawler, request: object, problem: Problem) -> float | Stale | None:
     """Errbacks call this. Returns the seconds until the request is tried again (a transient
-    problem with attempts left), or None: it failed for good, recorded with the problem's reason."""
+    problem with attempts left); None: it failed for good, recorded with the problem's reason; or
+    TAKEN_BACK: the store took this lease back while the page downloaded, so the request is queued
+    there again and this attempt has nothing to record."""
     scheduler = lookup(crawler)
     frontier_id = getattr(request, "meta", {}).get(FRONTIER_ID)
     if scheduler is None or frontier_id is None:

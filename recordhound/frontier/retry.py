@@ -11,7 +11,8 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING
+from enum import Enum
+from typing import TYPE_CHECKING, Final
 
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.misc import load_object
@@ -26,6 +27,16 @@ if TYPE_CHECKING:
     from recordhound.sources.profile import RetrySpec
 
 RETRY_AFTER_MAX_SECONDS = 3600.0  # a longer Retry-After is taken as this (the request still waits, stored)
+
+
+class Stale(Enum):
+    TAKEN_BACK = "taken back"
+
+
+# What the frontier answers an errback of a lease the store took back while the page downloaded: the
+# request is queued again there and gets its one outcome when fetched again; nothing for this attempt
+# to record (no retry of its own, no dead letter).
+TAKEN_BACK: Final = Stale.TAKEN_BACK
 
 
 @dataclass(frozen=True)

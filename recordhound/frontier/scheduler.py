@@ -38,6 +38,7 @@ from recordhound.frontier.outage import Outage
 from recordhound.frontier.outcomes import Outcomes
 from recordhound.frontier.policy import CrawlPolicy
 from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID, STAT
+from recordhound.frontier.retry import TAKEN_BACK, Stale
 from recordhound.frontier.seeding import Seeding
 from recordhound.frontier.engine_signals import EngineSignals
 from recordhound.frontier.upkeep import Upkeep
@@ -305,15 +306,15 @@ class FrontierScheduler:
             reason = f"{reason} (attempt {held.tries + 1})"
         self.buffer.failures.append(Failure(lease, reason, retry_in, attempt))
 
-    def report(self, frontier_id: int, problem: Problem) -> float | None:
-        """An errback's problem: a retry after a stored wait, or a dead letter (None)."""
+    def report(self, frontier_id: int, problem: Problem) -> float | Stale | None:
+        """An errback's problem: a retry after a stored wait, a dead letter (None), or TAKEN_BACK."""
         held = self.book.get(frontier_id)
         if frontier_id not in self.outcomes:
             return None
         if held is None:  # the store took the lease back while it downloaded: it has the request queued again
             if self.outcomes.is_downloading(frontier_id):  # a download error: no output pass follows to end it
                 self.outcomes.failed(frontier_id, problem.reason)  # nothing to write (stale_dropped)
-            return 0.0  # an error response's output pass ends it (until then the id is not leased again)
+            return TAKEN_BACK  # an error response's output pass ends it (until then the id is not leased again)
         retry_in = self.policy.retry.retry_in(held.tries + 1, problem)
         self.outcomes.failed(frontier_id, problem.reason, retry_in)
         return retry_in

@@ -21,7 +21,7 @@ from recordhound.exceptions import ConfigError, CutOffError, FieldError, Profile
 from recordhound.extensions.health import PRODUCT_PAGES_STAT, SpidermonToDebug
 from recordhound.frontier.recrawl import LASTMODS
 from recordhound.frontier.registry import KIND_META, held_lease, report_failure
-from recordhound.frontier.retry import Problem, RetryPolicy
+from recordhound.frontier.retry import TAKEN_BACK, Problem, RetryPolicy
 from recordhound.items import Unchanged
 from recordhound.middlewares.render import RENDER_META, enable_rendering
 from recordhound.robots import install_log_filter, known, sitemap_lines
@@ -267,6 +267,9 @@ class CatalogSpider(scrapy.Spider):
         left, else recorded as the crawl's problem (and a dead letter in the frontier)."""
         assert self.crawler is not None and self.crawler.stats is not None and request is not None
         retry_in = report_failure(self.crawler, request, problem)
+        if retry_in is TAKEN_BACK:  # queued again in the store: its next fetch gets the one outcome
+            logger.debug("Not counted: %s failed (%s) after the store took its lease back", request.url, problem.reason)
+            return
         if retry_in is None:
             record_error(self.crawler, problem.kind, request.url, problem.message)
             return

@@ -31,7 +31,7 @@ from twisted.internet.task import Clock
 from recordhound import settings as project_settings
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.registry import FRONTIER_ID, STAT
-from recordhound.frontier.retry import Problem
+from recordhound.frontier.retry import TAKEN_BACK, Problem
 from recordhound.frontier.scheduler import FrontierScheduler
 from recordhound.pause import pauses
 from tests.services import redis_url, unique_prefix
@@ -160,12 +160,12 @@ class SchedulerMachine(RuleBasedStateMachine):
         if then == "redirects":
             self._engine_schedules(_redirect(url, to, frontier_id))
         elif then == "download_error":  # the errback, and nothing after it
-            assert s.report(frontier_id, Problem("download_failed", "refused", transient=True)) is not None, \
-                "the catalog spider's errback must not record the page as failed for good"
+            assert s.report(frontier_id, Problem("download_failed", "refused", transient=True)) is TAKEN_BACK, \
+                "the catalog spider's errback must neither record the page as failed nor count a retry of it"
             assert frontier_id not in s.outcomes
         elif then == "error_response":  # the errback, then (later) the spider middleware's pass over its output
             s.outcomes.response_received(frontier_id)
-            assert s.report(frontier_id, Problem("http_503", "HTTP 503", transient=True)) is not None
+            assert s.report(frontier_id, Problem("http_503", "HTTP 503", transient=True)) is TAKEN_BACK
             self.engine_asks()  # the engine may ask in between: not for this hand-out's id
             assert frontier_id not in self.handed, "the same id handed out again before its output pass"
             s.outcomes.output_finished(frontier_id)
