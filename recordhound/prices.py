@@ -118,7 +118,8 @@ def parse_price(
     if not text or not text.strip():
         raise FieldError("no price on the page")
     shown = text.strip()
-    digits, found = (_cached_reading if len(shown) <= CACHED_TEXT_LENGTH else _reading)(shown, currency_text)
+    cached = len(shown) <= CACHED_TEXT_LENGTH and (currency_text is None or len(currency_text) <= CACHED_TEXT_LENGTH)
+    digits, found = (_cached_reading if cached else _reading)(shown, currency_text)
     if not digits or not any(ch.isdigit() for ch in digits):
         raise FieldError(f"no amount in price text {shown!r}")
     mapping = symbols or {}
@@ -146,7 +147,8 @@ def _reading(shown: str, currency_text: str | None) -> tuple[str, str | None]:
     return _SPACES.sub(" ", parsed.amount_text or "").strip(), parsed.currency
 
 
-# a shop prints the same few hundred prices on page after page; a long text (scraped, untrusted) is not kept
+# a shop prints the same few hundred prices on page after page; a long text or currency field
+# (scraped, untrusted) is not kept
 _cached_reading = lru_cache(maxsize=4096)(_reading)
 CACHED_TEXT_LENGTH = 64
 

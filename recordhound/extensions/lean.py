@@ -7,11 +7,14 @@
   does after its warning.
 - ``UnheardDebugRecords`` (an extension): Scrapy logs "Crawled (200)" and "Scraped from" at DEBUG
   for every page and item, and with ``LOG_LEVEL=INFO`` the records are built, formatted into their
-  arguments and then dropped by every handler. While the spider is open, the ``scrapy`` and
+  arguments and then dropped by every handler. While a spider is open, the ``scrapy`` and
   ``recordhound`` loggers (and any of their children with a lower level of its own) get the lowest
-  level any handler would take, when that is above DEBUG; a handler that takes DEBUG
-  (``LOG_LEVEL=DEBUG``, a test's capture, one added to a Scrapy logger) leaves them as they are.
-  The levels they had are given back when the spider closes.
+  level a handler present at that moment would take, when that is above DEBUG; a handler that
+  takes DEBUG (``LOG_LEVEL=DEBUG``, a test's capture, one added to a Scrapy logger) leaves them as
+  they are, and one present when a later crawler of the same process opens lowers them again. A
+  handler added while the spider runs is not looked at: add it before, or set the logger's level
+  yourself (a level set by anyone else is never overwritten). The levels they had are given back
+  when the last open spider of the process closes.
 
 Measured in docs/benchmarks.md ("Third pass").
 """
@@ -46,10 +49,46 @@ def lowest_handled_level(prefix: str) -> int:
     return min(levels) if levels else logging.WARNING  # none at all: Python's last-resort handler
 
 
-class UnheardDebugRecords:
-    def __init__(self) -> None:
-        self.raised: list[tuple[logging.Logger, int]] = []
+class Raised:
+    """The loggers raised for the crawlers open in this process (one shared record, as loggers are
+    shared): the level each had and the level set. A logger whose level changed since (a user's
+    ``setLevel``) is left to its new owner."""
 
+    def __init__(self) -> None:
+        self.crawlers = 0
+        self.levels: dict[logging.Logger, tuple[int, int]] = {}
+
+    def quiet(self, prefix: str) -> None:
+        heard = lowest_handled_level(prefix)
+        for logger in family(prefix):  # Scrapy's logging config sets `scrapy` to DEBUG; children may set theirs
+            if logger in self.levels:
+                self.lower(logger, heard)
+            if logger not in self.levels and logger.level < heard and (logger.level or logger.name == prefix):
+                self.levels[logger] = logger.level, heard
+                logger.setLevel(heard)
+
+    def lower(self, logger: logging.Logger, heard: int = logging.NOTSET) -> None:
+        """No higher than ``heard`` (the lowest level a handler takes now; NOTSET: its own level
+        again); a logger whose level a user set since is theirs."""
+        own, set_here = self.levels[logger]
+        if logger.level != set_here:
+            del self.levels[logger]
+        elif heard <= own:
+            del self.levels[logger]
+            logger.setLevel(own)
+        elif heard < set_here:
+            self.levels[logger] = own, heard
+            logger.setLevel(heard)
+
+    def give_all_back(self) -> None:
+        for logger in list(self.levels):
+            self.lower(logger)
+
+
+RAISED = Raised()
+
+
+class UnheardDebugRecords:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UnheardDebugRecords:
         extension = cls()
@@ -58,16 +97,11 @@ class UnheardDebugRecords:
         return extension
 
     def spider_opened(self) -> None:
-        for prefix in QUIETED:
-            heard = lowest_handled_level(prefix)
-            if heard <= logging.DEBUG:
-                continue
-            for logger in family(prefix):  # Scrapy's logging config sets `scrapy` to DEBUG; children may set theirs
-                if logger.level < heard and (logger.level or logger.name == prefix):
-                    self.raised.append((logger, logger.level))
-                    logger.setLevel(heard)
+        RAISED.crawlers += 1
+        for prefix in QUIETED:  # with every crawler that opens: its handlers count too
+            RAISED.quiet(prefix)
 
     def spider_closed(self) -> None:
-        for logger, level in reversed(self.raised):
-            logger.setLevel(level)
-        self.raised.clear()
+        RAISED.crawlers -= 1
+        if RAISED.crawlers == 0:
+            RAISED.give_all_back()

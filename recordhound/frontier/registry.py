@@ -48,8 +48,9 @@ def lookup(crawler: Crawler) -> Frontier | None:
 def report_failure(crawler: Crawler, request: object, problem: Problem) -> float | Stale | None:
     """Errbacks call this. Returns the seconds until the request is tried again (a transient
     problem with attempts left); None: it failed for good, recorded with the problem's reason; or
-    TAKEN_BACK: the store took this lease back while the page downloaded, so the request is queued
-    there again and this attempt has nothing to record."""
+    TAKEN_BACK: the store took this lease back while the page downloaded; its outcome is the
+    store's to give (queued again, fetched by another node, or already finished there), so this
+    attempt has nothing to record."""
     scheduler = lookup(crawler)
     frontier_id = getattr(request, "meta", {}).get(FRONTIER_ID)
     if scheduler is None or frontier_id is None:

@@ -34,8 +34,8 @@ class Stale(Enum):
 
 
 # What the frontier answers an errback of a lease the store took back while the page downloaded: the
-# request is queued again there and gets its one outcome when fetched again; nothing for this attempt
-# to record (no retry of its own, no dead letter).
+# request's one outcome is the store's to give (queued again, leased by another node, or finished
+# there already); nothing for this attempt to record (no retry of its own, no dead letter).
 TAKEN_BACK: Final = Stale.TAKEN_BACK
 
 

@@ -257,8 +257,8 @@ class CatalogSpider(scrapy.Spider):
         problem = self.retry_policy.classify(failure)
         if _forbidden_by_robots(failure):  # a page the shop asked not to be crawled: no error
             problem = Problem("robots_forbidden", "forbidden by the shop's robots.txt", False)
-            report_failure(self.crawler, request, problem)
-            self.crawler.stats.inc_value("recordhound/robots/forbidden")
+            if report_failure(self.crawler, request, problem) is not TAKEN_BACK:
+                self.crawler.stats.inc_value("recordhound/robots/forbidden")
             return
         self._failed(request, problem)
 

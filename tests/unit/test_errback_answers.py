@@ -1,13 +1,15 @@
 """The catalog spider's errback acts on the frontier's three answers: a retry (counted), a dead
-letter (recorded as the crawl's error), or a lease the store took back (neither: the request is
-queued again there and its next fetch gets the one outcome)."""
+letter (recorded as the crawl's error), or a lease the store took back (neither: the request's
+one outcome is the store's to give)."""
 
 from __future__ import annotations
 
 import pytest
 import scrapy
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler, get_reactor_settings
+from twisted.python.failure import Failure
 
 from recordhound.frontier.leasebook import LeaseBook
 from recordhound.frontier.outcomes import Outcomes
@@ -49,3 +51,21 @@ def test_each_answer_is_counted_once_where_it_belongs(answer: float | Stale | No
     assert frontier.asked == 1
     assert stats.get("recordhound/retry/http_503", 0) == retries
     assert stats.get("recordhound/errors/http_503", 0) == errors
+
+
+@pytest.mark.parametrize(("answer", "counted"), [(None, 1), (TAKEN_BACK, 0)])
+def test_a_page_robots_forbids_is_counted_unless_the_store_took_it_back(answer: float | Stale | None,
+                                                                         counted: int) -> None:
+    settings = {**get_project_settings(), **get_reactor_settings()}
+    crawler = get_crawler(CatalogSpider, settings_dict=settings)
+    spider = CatalogSpider.from_crawler(crawler, source="demo")
+    crawler.spider = spider
+    frontier = Answers(answer)
+    register(crawler, frontier)
+    failure = Failure(IgnoreRequest("Forbidden by robots.txt"))  # as Scrapy's RobotsTxtMiddleware says
+    failure.request = scrapy.Request("http://127.0.0.1:1/private/1", meta={FRONTIER_ID: 8})  # type: ignore[attr-defined]
+    spider.on_error(failure)
+    stats = crawler.stats.get_stats()
+    assert frontier.asked == 1
+    assert stats.get("recordhound/robots/forbidden", 0) == counted
+    assert not any(key.startswith("recordhound/errors/") for key in stats)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scrapy import Spider, signals
@@ -17,6 +19,8 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
+
+from recordhound.extensions.lean import QUIETED
 
 HOT_LOGGERS = ("scrapy.core.engine", "scrapy.core.scraper")
 
@@ -74,8 +78,10 @@ def test_a_stats_call_raises_nothing_on_the_way() -> None:
     assert ours.get_stats() == {"pages": 1, "depth": 3}
 
 
+@contextmanager
 def opened(handler_level: int) -> Iterator[Any]:
-    """A crawler with the project's extensions, a root handler at ``handler_level``, spider opened."""
+    """A crawler with the project's extensions, a root handler at ``handler_level``, spider opened
+    (and closed on the way out, whatever the test asserted)."""
     handler = logging.NullHandler(handler_level)
     logging.root.addHandler(handler)
     name = "recordhound.extensions.lean.UnheardDebugRecords"
@@ -86,50 +92,77 @@ def opened(handler_level: int) -> Iterator[Any]:
     try:
         crawler.signals.send_catch_log(signals.spider_opened, spider=crawler.spider)
         yield extension
-        crawler.signals.send_catch_log(signals.spider_closed, spider=crawler.spider, reason="finished")
     finally:
+        crawler.signals.send_catch_log(signals.spider_closed, spider=crawler.spider, reason="finished")
         logging.root.removeHandler(handler)
+
+
+@pytest.fixture
+def as_scrapy_crawl() -> Iterator[tuple[int, int]]:
+    """Logging as `scrapy crawl` leaves it: the root passes everything (handlers filter), Scrapy's
+    config sets ``scrapy`` to DEBUG; pytest's capture handlers held to WARNING. Yields the levels
+    ``scrapy`` and ``recordhound`` have before any spider opens; all is put back after."""
+    quieted = [logging.getLogger(name) for name in QUIETED]
+    before = [(logger, logger.level) for logger in (logging.root, *quieted)]
+    handlers = [(h, h.level) for h in logging.root.handlers]
+    logging.root.setLevel(logging.NOTSET)
+    quieted[0].setLevel(logging.DEBUG)
+    for h in logging.root.handlers:
+        h.setLevel(logging.WARNING)
+    try:
+        yield quieted[0].level, quieted[1].level
+    finally:
+        for h, level in handlers:
+            h.setLevel(level)
+        for logger, level in before:
+            logger.setLevel(level)
 
 
 def enabled(name: str) -> bool:
     return logging.getLogger(name).isEnabledFor(logging.DEBUG)
 
 
-def test_debug_records_no_handler_takes_are_not_made() -> None:
-    before = logging.getLogger("scrapy").level, logging.getLogger("recordhound").level
-    root = logging.root.level
-    logging.root.setLevel(logging.NOTSET)  # as `scrapy crawl` leaves it (handlers filter) ...
-    logging.getLogger("scrapy").setLevel(logging.DEBUG)  # ... and Scrapy's logging config sets this
-    quiet = logging.DEBUG, before[1]
-    saved = [(h, h.level) for h in logging.root.handlers]
-    for h in logging.root.handlers:  # pytest's own capture handlers would take everything
-        h.setLevel(logging.WARNING)
-    try:
-        for _ in opened(logging.INFO):
-            assert not any(enabled(name) for name in HOT_LOGGERS + ("recordhound.frontier",))
-            assert logging.getLogger("scrapy.core.engine").isEnabledFor(logging.INFO)
-        assert all(enabled(name) for name in HOT_LOGGERS), "the levels are given back at close"
-        assert (logging.getLogger("scrapy").level, logging.getLogger("recordhound").level) == quiet
-    finally:
-        for h, level in saved:
-            h.setLevel(level)
-        logging.root.setLevel(root)
-        logging.getLogger("scrapy").setLevel(before[0])
+def levels() -> tuple[int, int]:
+    return logging.getLogger(QUIETED[0]).level, logging.getLogger(QUIETED[1]).level
 
 
-def test_a_handler_that_takes_debug_still_gets_every_record() -> None:
-    root = logging.root.level
-    logging.root.setLevel(logging.NOTSET)
+def test_debug_records_no_handler_takes_are_not_made(as_scrapy_crawl: tuple[int, int]) -> None:
+    with opened(logging.INFO):
+        assert not any(enabled(name) for name in HOT_LOGGERS + ("recordhound.frontier",))
+        assert logging.getLogger("scrapy.core.engine").isEnabledFor(logging.INFO)
+    assert all(enabled(name) for name in HOT_LOGGERS), "the levels are given back at close"
+    assert levels() == as_scrapy_crawl
+
+
+def test_a_handler_that_takes_debug_still_gets_every_record(as_scrapy_crawl: tuple[int, int]) -> None:
+    with opened(logging.DEBUG):
+        assert all(enabled(name) for name in HOT_LOGGERS)
+    child = logging.getLogger("scrapy.core.engine")
+    own = logging.NullHandler(logging.DEBUG)
+    child.addHandler(own)  # a handler on one Scrapy logger counts too
     try:
-        for _ in opened(logging.DEBUG):
-            assert all(enabled(name) for name in HOT_LOGGERS)
-        child = logging.getLogger("scrapy.core.engine")
-        own = logging.NullHandler(logging.DEBUG)
-        child.addHandler(own)  # a handler on one Scrapy logger counts too
-        try:
-            for _ in opened(logging.INFO):
-                assert enabled("scrapy.core.engine")
-        finally:
-            child.removeHandler(own)
+        with opened(logging.INFO):
+            assert enabled("scrapy.core.engine")
     finally:
-        logging.root.setLevel(root)
+        child.removeHandler(own)
+
+
+def test_a_second_crawler_of_the_process_with_a_debug_handler_gets_every_record(
+        as_scrapy_crawl: tuple[int, int]) -> None:
+    with opened(logging.INFO):
+        assert not enabled("scrapy.core.engine")
+        with opened(logging.DEBUG):
+            assert all(enabled(name) for name in HOT_LOGGERS + ("recordhound.frontier",))
+        with opened(logging.INFO):  # one more, when no handler takes DEBUG again: quiet again
+            pass
+        assert not enabled("scrapy.core.engine")
+    assert levels() == as_scrapy_crawl, "given back when the last crawler closes"
+    with opened(logging.DEBUG), opened(logging.INFO):  # the other order: nothing raised at all
+        assert all(enabled(name) for name in HOT_LOGGERS)
+    assert levels() == as_scrapy_crawl
+
+
+def test_a_level_set_while_the_spider_runs_is_kept(as_scrapy_crawl: tuple[int, int]) -> None:
+    with opened(logging.INFO):
+        logging.getLogger("scrapy").setLevel(logging.ERROR)  # a user's choice, mid-crawl
+    assert levels() == (logging.ERROR, as_scrapy_crawl[1])

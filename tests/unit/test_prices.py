@@ -6,7 +6,8 @@ from decimal import Decimal
 import pytest
 
 from recordhound.exceptions import FieldError
-from recordhound.prices import CACHED_TEXT_LENGTH, AmbiguousPrice, ImplausiblePrice, Money, PriceRule, parse_price
+from recordhound.prices import (CACHED_TEXT_LENGTH, AmbiguousPrice, ImplausiblePrice, Money, PriceRule,
+                                _cached_reading, parse_price)
 
 
 @pytest.mark.parametrize(("text", "amount", "currency"), [
@@ -100,3 +101,13 @@ def test_a_price_read_again_keeps_its_own_currency_and_rules() -> None:
     long_text = "€ 111 " + "incl. VAT " * 8  # past the cached length: read the same way
     assert len(long_text) > CACHED_TEXT_LENGTH
     assert parse_price(long_text) == parse_price(long_text) == Money(Decimal("111.00"), "EUR")
+
+
+def test_a_long_scraped_currency_field_is_not_kept() -> None:
+    """The cache holds short texts only: a shop whose currency field is a long blob (scraped,
+    untrusted, different on every page) must not fill memory with 4,096 of them."""
+    _cached_reading.cache_clear()
+    for n in range(50):
+        blob = f"EUR {n} " + "x" * 10_000
+        assert parse_price("12.50", currency_text=blob) == Money(Decimal("12.50"), "EUR")
+    assert _cached_reading.cache_info().currsize == 0
