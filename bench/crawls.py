@@ -108,9 +108,10 @@ class Bench:
     """One demo shop, one private Redis server (started when a mode needs it), one work folder."""
 
     def __init__(self, releases: int, seed: int = 17, slow_store: str = "", heartbeat_seconds: float = 0.0,
-                 settings: tuple[str, ...] = ()) -> None:
+                 settings: tuple[str, ...] = (), shared: tuple[str, ...] = ()) -> None:
         self.releases, self.seed = releases, seed
         self.settings = settings  # more "-s NAME=VALUE" for the recordhound nodes
+        self.shared = shared  # "-s NAME=VALUE" for every run, stock Scrapy's included (the same settings)
         self.heartbeat_seconds = heartbeat_seconds  # print a progress line this often during a run (0: never)
         self.slow_store = slow_store  # "STALL/PERIOD" seconds: PostgreSQL reached through a stalling proxy
         self.shop = ShopProcess(releases, seed=seed)
@@ -171,7 +172,8 @@ class Bench:
 
     def _command(self, mode: Mode, folder: Path, node: int, prefix: str) -> list[str]:
         common = ["-a", f"base_url={self.shop.url}", "-s", "LOG_LEVEL=WARNING",
-                  "-s", f"BENCH_PROGRESS_FILE={folder / f'progress{node}.txt'}"]
+                  "-s", f"BENCH_PROGRESS_FILE={folder / f'progress{node}.txt'}",
+                  *(arg for setting in self.shared for arg in ("-s", setting))]
         if mode.stock:
             return [sys.executable, "-m", "scrapy", "runspider", str(STOCK_SPIDER), *common,
                     "-s", f"EXTENSIONS={json.dumps(PROGRESS)}"]

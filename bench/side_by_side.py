@@ -1,6 +1,6 @@
 """Bench: stock Scrapy vs every recordhound mode, side by side, rounds interleaved.
 
-    python bench/side_by_side.py [--releases 10000] [--rounds 3] [--modes stock,embedded,...]
+    python bench/side_by_side.py [--releases 10000] [--rounds 3] [--modes stock,embedded,...] [--set NAME=VALUE]
 
 One demo shop (pre-rendered pages from memory, asyncio, keep-alive) serves every run. Each round
 runs stock Scrapy (``bench/stock_spider.py``: a plain spider, same Scrapy settings,
@@ -68,7 +68,11 @@ def main() -> None:
     parser.add_argument("--releases", type=int, default=10_000, help="demo shop size (10,000: ~11.1k pages)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--modes", default=DEFAULT_MODES, help=f"comma-separated, from: {DEFAULT_MODES}")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a Scrapy setting for every run, stock Scrapy's included (repeatable)")
     args = parser.parse_args()
+    if bad := [setting for setting in args.set if "=" not in setting.strip("=")]:
+        raise SystemExit(f"error: --set {bad[0]!r}: expected NAME=VALUE")
     names = parse_modes(args.modes)
     if "stock" not in names:
         names.insert(0, "stock")
@@ -76,7 +80,7 @@ def main() -> None:
         raise SystemExit("error: --releases and --rounds must be at least 1")
     runs: dict[str, list[Run]] = {name: [] for name in names}
     print(f"load average at start: {load()} ({os.cpu_count()} CPUs)", flush=True)
-    with Bench(args.releases) as bench:
+    with Bench(args.releases, shared=tuple(args.set)) as bench:
         for round_ in range(args.rounds):
             for name in names[round_ % len(names):] + names[:round_ % len(names)]:
                 run = bench.run(MODES[name])
@@ -84,7 +88,8 @@ def main() -> None:
                 progress(round_, args.rounds, run)
     pages = sorted({run.pages for results in runs.values() for run in results})
     print(f"\ndemo shop: {args.releases:,} releases, pages served per run: {', '.join(f'{p:,}' for p in pages)}; "
-          f"CONCURRENT_REQUESTS=32, CONCURRENT_ITEMS=8; {args.rounds} interleaved rounds; "
+          f"CONCURRENT_REQUESTS=32, CONCURRENT_ITEMS=8{''.join(f', {s}' for s in args.set)}; "
+          f"{args.rounds} interleaved rounds; "
           f"load average at end: {load()}")
     print(table(report(names, runs)))
 

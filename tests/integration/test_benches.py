@@ -32,6 +32,17 @@ def test_side_by_side_counts_every_page_of_the_shop_in_each_run() -> None:
     assert re.search(r"^stock Scrapy\s+1\.00\s", out, re.M) and re.search(r"^embedded\s+\d", out, re.M), out
 
 
+def test_side_by_side_gives_a_set_setting_to_every_run_stock_included() -> None:
+    out = bench("side_by_side.py", "--releases", "20", "--rounds", "1", "--modes", "stock,embedded",
+                "--set", "CLOSESPIDER_PAGECOUNT=1")  # each run stops after its first page: none crawls the shop
+    served = re.search(r"pages served per run: ([\d, ]+);", out)
+    assert served and "CLOSESPIDER_PAGECOUNT=1" in out, out
+    assert max(int(p.replace(",", "")) for p in served.group(1).split(", ")) < 20, out
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "side_by_side.py"), "--set", "LOG_LEVEL"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and done.stderr.strip().count("\n") == 0 and "NAME=VALUE" in done.stderr
+
+
 def test_scale_prints_tenths_rss_and_frontier_bytes_per_url() -> None:
     out = bench("scale.py", "--sizes", "40", "--modes", "embedded-sqlite")
     line = next(line for line in out.splitlines() if line.startswith("embedded + SQLite store"))

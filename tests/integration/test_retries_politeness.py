@@ -21,6 +21,7 @@ from tests.services import PostgresDatabase, redis_url
 
 LIMITS = ("RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND=20", "RECORDHOUND_POLITENESS_CONCURRENCY=4")
 QUICK_RETRIES = ("RECORDHOUND_RETRY_BASE_SECONDS=0.5", "RECORDHOUND_RETRY_CAP_SECONDS=2")
+AIOHTTP = dict.fromkeys(("http", "https"), "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler")
 
 
 @pytest.fixture
@@ -64,12 +65,18 @@ def test_three_nodes_keep_the_hosts_rate_and_concurrency_together(tmp_path: Path
             setup.cleanup()
 
 
-def test_pages_that_fail_transiently_for_a_while_are_all_stored(tmp_path: Path) -> None:
+@pytest.mark.parametrize("handler", ["default", "aiohttp"])
+def test_pages_that_fail_transiently_for_a_while_are_all_stored(tmp_path: Path, handler: str) -> None:
+    """Also over Scrapy's aiohttp download handler (experimental in Scrapy 2.19; docs/benchmarks.md
+    measures it): its errors and responses must reach the frontier as the default handler's do."""
+    handlers = () if handler == "default" else (f"DOWNLOAD_HANDLERS={json.dumps(AIOHTTP)}",)
     # every 7th product page answers 503 to its first two requests; the flaky page 500 once
     with ShopProcess(120, seed=52, throttle=("--unavailable-every", "7", "--unavailable-times", "2")) as shop:
         setup = CrawlSetup(tmp_path, shop.url, f"sqlite:///{tmp_path / 'product.sqlite3'}")  # embedded frontier
-        crawler = setup.start(*QUICK_RETRIES)
+        crawler = setup.start(*QUICK_RETRIES, *handlers)
         assert crawler.wait(300) == 0, _log(setup, "crawl")
+        used = "AiohttpDownloadHandler is experimental" in (tmp_path / "crawl.log").read_text()
+        assert used == (handler == "aiohttp")
         refused = shop.stats()["refused"]["503"]
         assert refused == 2 * (len(shop.truth()["offers"]) // 7), refused
         assert crawler.stats()["recordhound/retry/http_503"] == refused
