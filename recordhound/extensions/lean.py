@@ -61,9 +61,9 @@ class Raised:
     def quiet(self, prefix: str) -> None:
         heard = lowest_handled_level(prefix)
         for logger in family(prefix):  # Scrapy's logging config sets `scrapy` to DEBUG; children may set theirs
-            if logger in self.levels:
+            if logger in self.levels:  # raised before: kept, lowered, given back, or now the user's
                 self.lower(logger, heard)
-            if logger not in self.levels and logger.level < heard and (logger.level or logger.name == prefix):
+            elif logger.level < heard and (logger.level or logger.name == prefix):
                 self.levels[logger] = logger.level, heard
                 logger.setLevel(heard)
 
@@ -89,6 +89,9 @@ RAISED = Raised()
 
 
 class UnheardDebugRecords:
+    def __init__(self) -> None:
+        self.opened = False  # a spider that failed to open is closed without spider_opened
+
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UnheardDebugRecords:
         extension = cls()
@@ -97,11 +100,15 @@ class UnheardDebugRecords:
         return extension
 
     def spider_opened(self) -> None:
+        self.opened = True
         RAISED.crawlers += 1
         for prefix in QUIETED:  # with every crawler that opens: its handlers count too
             RAISED.quiet(prefix)
 
     def spider_closed(self) -> None:
+        if not self.opened:
+            return
+        self.opened = False
         RAISED.crawlers -= 1
         if RAISED.crawlers == 0:
             RAISED.give_all_back()

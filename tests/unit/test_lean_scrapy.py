@@ -166,3 +166,23 @@ def test_a_level_set_while_the_spider_runs_is_kept(as_scrapy_crawl: tuple[int, i
     with opened(logging.INFO):
         logging.getLogger("scrapy").setLevel(logging.ERROR)  # a user's choice, mid-crawl
     assert levels() == (logging.ERROR, as_scrapy_crawl[1])
+
+
+def test_a_spider_that_never_opened_does_not_end_another_crawlers_raise(as_scrapy_crawl: tuple[int, int]) -> None:
+    """Scrapy sends spider_closed when opening failed (a pipeline's open_spider raised) without
+    spider_opened: that close must not count, or the next crawl's raise is never given back."""
+    crawler = get_crawler(Spider, settings_dict={"LOG_LEVEL": "INFO"})
+    crawler.spider = crawler._create_spider("failed")
+    extension = load_object("recordhound.extensions.lean.UnheardDebugRecords").from_crawler(crawler)
+    crawler.signals.send_catch_log(signals.spider_closed, spider=crawler.spider, reason="shutdown")
+    assert extension is not None  # held: the signals keep weak references to its methods
+    with opened(logging.INFO):
+        assert not enabled("scrapy.core.engine")
+    assert levels() == as_scrapy_crawl
+
+
+def test_a_level_a_user_set_is_not_raised_by_the_next_crawler(as_scrapy_crawl: tuple[int, int]) -> None:
+    with opened(logging.INFO):
+        logging.getLogger("scrapy").setLevel(logging.DEBUG)  # the user wants DEBUG records, mid-crawl
+        with opened(logging.INFO):
+            assert logging.getLogger("scrapy").level == logging.DEBUG
