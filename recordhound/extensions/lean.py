@@ -13,8 +13,10 @@
   takes DEBUG (``LOG_LEVEL=DEBUG``, a test's capture, one added to a Scrapy logger) leaves them as
   they are, and one present when a later crawler of the same process opens lowers them again. A
   handler added while the spider runs is not looked at: add it before, or set the logger's level
-  yourself (a level set by anyone else is never overwritten). The levels they had are given back
-  when the last open spider of the process closes.
+  yourself (a level changed since the raise is left as it is, unless it was changed to the very
+  level the raise set). The levels they had are given back when the last open spider of the
+  process closes. A second crawler of one process logs its own start-up records (settings,
+  components) into the first one's raise until its own spider opens.
 
 Measured in docs/benchmarks.md ("Third pass").
 """
