@@ -6,6 +6,8 @@ Off unless the environment says otherwise (tests and ``bench/torture.py`` set it
 
 ``NAME=kill`` dies at the first time the step is reached, ``NAME=kill@N`` at the N-th;
 ``NAME=stop[@N]`` freezes there with SIGSTOP instead (a test then kills or continues it).
+``NAME=kill@/path`` dies every time the step is reached for a page whose URL ends with ``/path``
+(steps that name their page: ``spider.output_exhausted``), in every run: a page that kills the crawler.
 It is an environment variable, not a Scrapy setting, because the steps run in several
 processes (the crawler, its writer child, the apply worker, ``recordhound import``) and
 children inherit the environment. A writer child kills its crawler too, so "the process
@@ -46,17 +48,18 @@ _hits: dict[str, int] = {}
 _also_kill: int | None = None  # a writer child kills its crawler with it
 
 
-def parse(spec: str) -> dict[str, tuple[str, int]]:
-    """``name=kill[@N]`` / ``name=stop[@N]`` pairs, comma-separated → name → (action, hit number)."""
-    plan: dict[str, tuple[str, int]] = {}
+def parse(spec: str) -> dict[str, tuple[str, int | str]]:
+    """``name=kill[@N|@/path]`` / ``name=stop[@N|@/path]`` pairs, comma-separated → name → (action,
+    hit number or URL ending)."""
+    plan: dict[str, tuple[str, int | str]] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         name, _, action = part.partition("=")
         action, _, nth = action.partition("@")
         if name not in POINTS:
             raise ConfigError(f"{ENV}: unknown crash point {name!r}; known: {', '.join(sorted(POINTS))}")
-        if action not in ("kill", "stop") or (nth and not nth.isdigit()) or nth == "0":
-            raise ConfigError(f"{ENV}: {part!r} must be NAME=kill, NAME=stop, or either @N (N ≥ 1)")
-        plan[name] = (action, int(nth or 1))
+        if action not in ("kill", "stop") or (nth and not nth.isdigit() and not nth.startswith("/")) or nth == "0":
+            raise ConfigError(f"{ENV}: {part!r} must be NAME=kill, NAME=stop, or either @N (N ≥ 1) or @/path")
+        plan[name] = (action, nth if nth.startswith("/") else int(nth or 1))
     return plan
 
 
@@ -69,14 +72,15 @@ def kill_with(pid: int) -> None:
     _also_kill = pid
 
 
-def hit(name: str) -> None:
-    """Mark that step ``name`` is reached; SIGKILL here if the environment asks for it."""
+def hit(name: str, page: str = "") -> None:
+    """Mark that step ``name`` is reached (for ``page``, a URL, when the step is about one); SIGKILL
+    here if the environment asks for it."""
     if not _plan or name not in _plan:
         return
     with _lock:
         _hits[name] = count = _hits.get(name, 0) + 1
     action, nth = _plan[name]
-    if count != nth:
+    if not (page.endswith(nth) if isinstance(nth, str) else count == nth):
         return
     if action == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)

@@ -86,7 +86,8 @@ RECORDHOUND_FRONTIER_LEASE_BATCH = 16
 RECORDHOUND_FRONTIER_FLUSH_SECONDS = 0.2
 # ...or as soon as this many new requests wait (count).
 RECORDHOUND_FRONTIER_PUSH_BATCH = 200
-# A request leased this many times without an outcome is recorded as failed (count).
+# A request leased this many times without an outcome is recorded as failed (count): a node that dies
+# makes every page it held a suspect (1); a suspect counts again only if it died while tried alone.
 RECORDHOUND_FRONTIER_MAX_ATTEMPTS = 5
 # Fingerprints this process remembers as seen, to drop duplicates without a round trip (count;
 # 8 bytes each plus dict overhead, about 10 MB per 100,000).

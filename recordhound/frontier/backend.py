@@ -15,18 +15,22 @@ leased      ``commit`` Recheck                 scheduled   recheck       reset t
 leased      ``commit`` Failure(retry_in=s)     waiting     retry-wait    kept
 leased      ``commit`` Failure(retry_in=None)  failed      failed        dropped
 leased      ``release`` / ``reconcile``        queued      released      kept (no attempt)
-leased      ``reclaim_expired`` (expiry past)  queued      expired       +1
-leased      ``reclaim_node`` (holder is gone)  queued      expired       +1
+leased      ``reclaim_expired`` (expiry past)  queued      expired       see below
+leased      ``reclaim_node`` (holder is gone)  queued      expired       see below
 waiting     its not-before time comes          queued      --            kept
 scheduled   its due time comes                 queued      --            kept (0)
 failed      ``requeue_failed``                 queued      --            reset to 0
 ==========  =================================  ==========  ============  ====================
 
-The "lost count" is the number of leases of an entry that ended *expired* (the holder died or
-stalled past its lease): only these count toward ``RECORDHOUND_FRONTIER_MAX_ATTEMPTS`` ("leased N
-times without an outcome"). A graceful return (*released*) counts nothing: a deploy or a
-``scrapyd cancel`` never turns an unfetched page into a dead letter. Requeueing a dead letter and
-each recheck cycle start the count again.
+The "lost count" says how often an entry's lease ended *expired* (the holder died or stalled past
+its lease) in a way that points at the entry: only it counts toward
+``RECORDHOUND_FRONTIER_MAX_ATTEMPTS`` ("leased N times without an outcome"). An expired lease makes
+an entry with count 0 a *suspect* (count 1); a suspect's count grows by one only when it was the
+lease its holder was trying alone (``try_alone``: the scheduler hands out suspects one at a time and
+says so first). So kills that land while a page merely sits among a node's leases never fail it;
+a page that kills its process fails after one death in company and four alone. A graceful return
+(*released*) counts nothing: a deploy or a ``scrapyd cancel`` never turns an unfetched page into a
+dead letter. Requeueing a dead letter and each recheck cycle start the count again.
 
 Further invariants (``verify`` checks the stored ones):
 
@@ -279,6 +283,13 @@ class FrontierBackend(ABC):
     @abstractmethod
     def leases_of(self, node: str) -> list[Lease]:
         """The leases ``node`` holds in the store."""
+
+    @abstractmethod
+    def try_alone(self, node: str, lease: Lease | None) -> None:
+        """Record the one lease ``node``'s process is trying alone (None: no try in progress). When
+        the node's leases come back as expired, only that lease counts one more loss; the others
+        held become suspects (lost 1) and their count does not grow. A mark that names a lease
+        which is no longer current counts nothing."""
 
     @abstractmethod
     def reclaim_expired(self) -> int:

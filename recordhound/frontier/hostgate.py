@@ -14,6 +14,7 @@ import itertools
 import logging
 import time
 from collections import deque
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -41,13 +42,22 @@ class HostGate:
         self._wake: Any = None  # twisted's DelayedCall
         self._wake_when = 0.0
 
-    def take(self, in_hand: deque[Request]) -> Request | None:
+    def take(self, in_hand: deque[Request], held_back: AbstractSet[int] = frozenset()) -> Request | None:
         """The first request in hand whose host has a token and a free slot now, taken out of the
-        hand (the limiter's errors reach the caller: an outage)."""
+        hand (the limiter's errors reach the caller: an outage); none of ``held_back`` (frontier ids)."""
         if self.limiter is None:
-            return in_hand.popleft() if in_hand else None
+            if not held_back:
+                return in_hand.popleft() if in_hand else None
+            index = next((i for i, r in enumerate(in_hand) if r.meta[FRONTIER_ID] not in held_back), None)
+            if index is None:
+                return None
+            request = in_hand[index]
+            del in_hand[index]
+            return request
         now = time.monotonic()
         for index, request in enumerate(in_hand):
+            if held_back and request.meta[FRONTIER_ID] in held_back:
+                continue
             host = _host(request)
             if self._blocked.get(host, 0.0) > now:
                 continue

@@ -37,6 +37,7 @@ class LeaseBook:
     def __init__(self) -> None:
         self._held: dict[int, Held] = {}
         self.in_hand: deque[Request] = deque()  # leased, not yet handed to the engine
+        self.suspects: set[int] = set()  # of those in hand: lost by a node that died, not tried yet (suspects.py)
 
     def __len__(self) -> int:
         return len(self._held)
@@ -74,6 +75,7 @@ class LeaseBook:
             del self._held[frontier_id]
         if gone:
             self.in_hand = deque(r for r in self.in_hand if r.meta[FRONTIER_ID] not in gone)
+            self.suspects -= gone
         return len(gone)
 
     def clear(self) -> list[Lease]:
@@ -81,4 +83,5 @@ class LeaseBook:
         leases = self.leases()
         self._held.clear()
         self.in_hand.clear()
+        self.suspects.clear()
         return leases

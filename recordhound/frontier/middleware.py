@@ -61,5 +61,5 @@ class FrontierMiddleware:
         except Exception as exc:
             outcomes.output_finished(frontier_id, f"callback raised {type(exc).__name__}: {exc}")
             raise
-        failpoints.hit("spider.output_exhausted")
+        failpoints.hit("spider.output_exhausted", response.url)
         outcomes.output_finished(frontier_id)

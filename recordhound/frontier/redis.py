@@ -8,7 +8,9 @@ of every key, so a whole crawl lives in one hash slot of a Redis Cluster):
     P:owner           HASH  id -> "node|score|token" for leased entries (token: random, fences the lease)
     P:expiry          ZSET  id -> lease expiry (Redis clock, seconds)
     P:attempts        HASH  id -> times leased
-    P:lost            HASH  id -> leases that expired without an outcome (since queued/requeued/rechecked)
+    P:lost            HASH  id -> leases that expired without an outcome (since queued/requeued/rechecked):
+                            1 for a suspect, one more per death while it was tried alone
+    P:trying          HASH  node -> "id|token" of the lease its process tries alone (``try_alone``)
     P:leases:{node}   SET   ids leased by node (renew and reclaim by node)
     P:seen:{xxxx}     HASH  6-byte fingerprint tail -> "" (xxxx = first 2 bytes, hex):
                             65,536 small listpack-encoded hashes, ~20 bytes per URL
@@ -61,7 +63,7 @@ class RedisFrontier(FrontierBackend):
         self._scripts: dict[str, Any] = {}
         self._connections = 0
         names = ("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state", "nodes",
-                 "delayed", "score", "history", "scheduled", "validators", "lost", "writes")
+                 "delayed", "score", "history", "scheduled", "validators", "lost", "writes", "trying")
         self.keys = {name: f"{prefix}:{name}" for name in names}
 
     def open(self) -> None:
@@ -165,7 +167,7 @@ class RedisFrontier(FrontierBackend):
 
     def _requeue(self, mode: str, *args: Any) -> tuple[int, list[int], bool]:
         moved, gone, taken = self._scripts["REQUEUE"](
-            keys=self._k("queue", "owner", "expiry", "attempts", "lost", "nodes"),
+            keys=self._k("queue", "owner", "expiry", "attempts", "lost", "nodes", "trying"),
             args=[f"{self.prefix}:leases:", mode, *args])
         return int(moved), [int(i) for i in gone], bool(taken)
 
@@ -193,6 +195,12 @@ class RedisFrontier(FrontierBackend):
         owners = self.r.hmget(self.keys["owner"], [str(i) for i in ids]) if ids else []
         tokens = self.r.hmget(self.keys["attempts"], [str(i) for i in ids]) if ids else []
         return [Lease(i, int(_owner_token(o) or t or 0)) for i, o, t in zip(ids, owners, tokens) if o is not None]
+
+    def try_alone(self, node: str, lease: Lease | None) -> None:
+        if lease is None:
+            self.r.hdel(self.keys["trying"], node)
+        else:
+            self.r.hset(self.keys["trying"], node, f"{lease.id}|{lease.token}")
 
     def reclaim_expired(self) -> int:
         return self._requeue("expired", "")[0]

@@ -193,10 +193,11 @@ end
 return moved
 """
 
-# Return leases to the queue. KEYS: queue owner expiry attempts lost nodes   ARGV: node_prefix mode arg...
+# Return leases to the queue. KEYS: queue owner expiry attempts lost nodes trying   ARGV: node_prefix mode arg...
 # mode "leases": arg... are id, token pairs (only current leases move: released, no loss counted);
 # "node": arg is a node whose process is gone, "expired": every lease past its expiry (both
-# expired: each counts in P:lost); "reconcile": arg is a node, then the id, token pairs its process
+# expired: the lease its holder was trying alone (P:trying) counts one more in P:lost, the others
+# become suspects, lost 1); "reconcile": arg is a node, then the id, token pairs its process
 # holds (after the node's registration token: '' = unfenced): the node's other leases are released, and
 # the held ones the store no longer has are returned (as their 0-based positions among the pairs); a
 # caller that is no longer the node's registered process changes nothing. Returns {moved, gone, taken}.
@@ -237,12 +238,20 @@ local moved = 0
 for _, id in ipairs(ids) do
   local owner = redis.call('HGET', KEYS[2], id)
   if owner then
-    local node, score = parse_owner(owner)
+    local node, score, token = parse_owner(owner)
+    if lost then
+      local mark = redis.call('HGET', KEYS[7], node)
+      if mark and mark == id .. '|' .. (token or redis.call('HGET', KEYS[4], id)) then
+        redis.call('HINCRBY', KEYS[5], id, 1)
+        redis.call('HDEL', KEYS[7], node)
+      elseif (tonumber(redis.call('HGET', KEYS[5], id)) or 0) < 1 then
+        redis.call('HSET', KEYS[5], id, 1)
+      end
+    end
     redis.call('HDEL', KEYS[2], id)
     redis.call('ZREM', KEYS[3], id)
     redis.call('SREM', ARGV[1] .. node, id)
     redis.call('ZADD', KEYS[1], score, id)
-    if lost then redis.call('HINCRBY', KEYS[5], id, 1) end
     moved = moved + 1
   elseif ARGV[2] == 'node' then
     redis.call('SREM', ARGV[1] .. ARGV[3], id)  -- a stale member (a store restored from a snapshot)

@@ -9,6 +9,7 @@ The scheduler is the glue of parts that each have one home:
   owner of pausing the engine.
 - ``Upkeep`` (upkeep.py): the tick that never dies: writes, renew reports, reconcile, reclaim.
 - ``Opening`` (opening.py): the policy, the store and the gate; joining off the reactor.
+- ``Suspects`` (suspects.py): pages held by a node that died, tried one at a time.
 - lifecycle.py: joining the crawl and forgetting gone nodes; recrawl.py: recheck planning;
   engine_signals.py: what Scrapy's signals tell about each request (responses, items, drops).
 
@@ -41,6 +42,7 @@ from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID, STAT
 from recordhound.frontier.retry import TAKEN_BACK, Stale
 from recordhound.frontier.seeding import Seeding
 from recordhound.frontier.engine_signals import EngineSignals
+from recordhound.frontier.suspects import Suspects
 from recordhound.frontier.upkeep import Upkeep
 from recordhound.frontier.writes import Flushed, WriteBuffer
 from recordhound.frontier import recrawl
@@ -72,6 +74,7 @@ class FrontierScheduler:
         self.upkeep = Upkeep(self)
         self.engine_signals = EngineSignals(self)
         self.opening = Opening(self)
+        self.suspects = Suspects(self)
         self.phase = "new"  # new | open | broken (a non-transient store error: the crawl is closing)
         self.writes = 0  # this node's commits the store counted at the last one (it must not count fewer)
 
@@ -204,10 +207,13 @@ class FrontierScheduler:
         if self.outage.down:
             return None
         try:
-            return self.gate.take(self.book.in_hand)
+            request = self.gate.take(self.book.in_hand, self.suspects.held_back())
         except Exception as exc:  # the limiter's client raises its own error types
             self.backend_error(exc)
             return None
+        if request is not None and self.book.suspects and not self.suspects.start(request):
+            return None  # back in hand until the store can be told
+        return request
 
     def claim_start(self) -> str:
         """"claimed": this node writes the start requests; "seeded": they are in; "wait":
@@ -258,6 +264,8 @@ class FrontierScheduler:
             for name, value in recrawl.conditional_headers(state).items():
                 request.headers[name] = value  # a recheck is a conditional request
             self.book.hand(request)
+            if entry.lost:
+                self.book.suspects.add(entry.id)  # held when a node died: tried alone (suspects.py)
         self.upkeep.publish_leases()
 
     def _give_back(self, entries: list[Leased]) -> None:

@@ -5,7 +5,8 @@ Tables: ``queue`` (queued rows have owner NULL; leased rows name their node and 
 ``scheduled`` RECHECK (a done request kept for a recheck, with its ``state``) or RETRY (a retry
 waiting out its backoff); a lease first queues the waiting rows whose time has come; ``lost`` counts
 its expired leases, ``attempts`` all its leases and is the fencing token), ``seen`` (8-byte
-fingerprints, WITHOUT ROWID), ``failed`` (dead letters), ``counters``, ``nodes``.
+fingerprints, WITHOUT ROWID), ``failed`` (dead letters), ``counters``, ``nodes``, ``trying`` (per
+node, the lease its process tries alone: see ``FrontierBackend.try_alone``).
 Several processes on one machine may share the file; SQLite's write lock serializes them.
 """
 
@@ -36,6 +37,7 @@ CREATE TABLE IF NOT EXISTS failed (id INTEGER PRIMARY KEY, payload TEXT, reason 
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS nodes (node TEXT PRIMARY KEY, host TEXT, pid INTEGER, token TEXT, heartbeat REAL);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trying (node TEXT PRIMARY KEY, id INTEGER NOT NULL, token INTEGER NOT NULL) WITHOUT ROWID;
 """
 TRANSIENT_ERRORS = ("database is locked", "database table is locked", "database or disk is full",
                     "disk I/O error", "locking protocol")  # OperationalErrors that pass: the rest are bugs or setup
@@ -207,12 +209,24 @@ class SqliteFrontier(FrontierBackend):
                 for r in rows]
 
     def _expire(self, where: str, params: tuple[object, ...]) -> int:
-        """Leases whose holder is gone go back to the queue: each counts as lost."""
+        """Leases whose holder is gone go back to the queue: the one its holder was trying alone
+        counts one more loss, the others become suspects (see ``try_alone``)."""
         with self._tx() as db:
-            moved = db.execute("UPDATE queue SET owner = NULL, expires = NULL, lost = lost + 1 "
-                               f"WHERE owner IS NOT NULL AND {where}", params).rowcount
+            moved = db.execute(
+                "UPDATE queue SET owner = NULL, expires = NULL, lost = CASE WHEN EXISTS (SELECT 1 FROM trying t "
+                "WHERE t.node = queue.owner AND t.id = queue.id AND t.token = queue.attempts) THEN lost + 1 "
+                f"ELSE max(lost, 1) END WHERE owner IS NOT NULL AND {where}", params).rowcount
+            db.execute("DELETE FROM trying WHERE NOT EXISTS (SELECT 1 FROM queue q WHERE q.id = trying.id "
+                       "AND q.attempts = trying.token AND q.owner = trying.node)")  # marks of no current lease
             self._add(db, "queued", moved)
         return moved
+
+    def try_alone(self, node: str, lease: Lease | None) -> None:
+        with self._tx() as db:
+            if lease is None:
+                db.execute("DELETE FROM trying WHERE node = ?", (node,))
+            else:
+                db.execute("INSERT OR REPLACE INTO trying VALUES (?, ?, ?)", (node, lease.id, lease.token))
 
     @staticmethod
     def _release(db: sqlite3.Connection, leases: list[Lease], node: str | None = None) -> int:
@@ -402,7 +416,7 @@ class SqliteFrontier(FrontierBackend):
 
     def reset(self) -> None:
         with self._tx() as db:
-            for table in ("queue", "seen", "failed", "counters", "nodes", "state"):
+            for table in ("queue", "seen", "failed", "counters", "nodes", "trying", "state"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
             db.execute("DELETE FROM sqlite_sequence WHERE name = 'queue'")  # ids count from 1 again
 

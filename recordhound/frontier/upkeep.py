@@ -140,6 +140,7 @@ class Upkeep:
             s.outage.recovered()
         if s.book.in_hand and engine_access.paused(s.crawler):
             self._return_unstarted()
+        s.suspects.check()
         self.publish_leases()
         if self.starved and (counts := self.counts()) is not None and (counts.to_fetch or counts.drained):
             engine_access.wake(s.crawler)  # work arrived, or the crawl is over: no need to wait for the heartbeat

@@ -288,14 +288,39 @@ def test_only_expired_leases_count_as_lost_and_a_requeue_or_recheck_starts_again
     assert backend.release([a.lease, b.lease]) == 2  # a graceful return counts nothing
     a, b = backend.lease("n1", 2, 0.1)
     assert (a.lost, b.lost) == (1, 1)
+    backend.try_alone("n1", a.lease)
     time.sleep(0.2)
-    assert backend.reclaim_expired() == 2  # expired: each lost once more
-    assert {i: s.lost for i, s in backend.states().items()} == {a.id: 2, b.id: 2}
+    assert backend.reclaim_expired() == 2  # expired: the one tried alone lost once more
+    assert {i: s.lost for i, s in backend.states().items()} == {a.id: 2, b.id: 1}
     a, b = backend.lease("n1", 2, 60)
-    assert (a.lost, b.lost) == (2, 2)
+    assert (a.lost, b.lost) == (2, 1)
     backend.commit([], [], [Failure(a.lease, "gone")], rechecks=[Recheck(b.lease, 0, "{}")])
     assert backend.requeue_failed([a.id]) == 1
     assert [(x.id, x.lost) for x in backend.lease("n2", 2, 60)] == [(a.id, 0), (b.id, 0)]
+    assert backend.verify() == []
+
+
+def test_a_death_counts_against_the_page_tried_alone_not_the_others_held(backend: FrontierBackend) -> None:
+    """A node dies holding pages: each becomes a suspect (lost 1). From then on a death counts
+    against a page only while its process was trying that page alone (``try_alone``): five deaths
+    of a node that held ``b`` and ``c`` but was trying ``a`` fail ``a``, never its neighbours."""
+    backend.commit([entry("a"), entry("b"), entry("c")], [], [])
+    for death in range(5):
+        a, b, c = backend.lease("n1", 3, 60)
+        assert (a.lost, b.lost, c.lost) == (death, min(death, 1), min(death, 1))
+        if death:
+            backend.try_alone("n1", a.lease)
+        assert backend.reclaim_node("n1") == 3
+    a, b, c = backend.lease("n1", 3, 60)
+    assert (a.lost, b.lost, c.lost) == (5, 1, 1)
+    backend.try_alone("n1", b.lease)
+    backend.try_alone("n1", None)  # the try ended (the page was parsed): a death now is nobody's fault
+    assert backend.reclaim_node("n1") == 3
+    assert [x.lost for x in backend.lease("n1", 3, 60)] == [5, 1, 1]
+    backend.try_alone("n2", Lease(b.id, b.token))  # a mark naming a lease that ended (b was leased again)
+    backend.try_alone("n1", Lease(b.id, b.token))
+    assert backend.reclaim_node("n1") == 3
+    assert [x.lost for x in backend.lease("n1", 3, 60)] == [5, 1, 1]
     assert backend.verify() == []
 
 

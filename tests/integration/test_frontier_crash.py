@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import time
@@ -42,15 +43,17 @@ def _page_hits(shop: ShopProcess, before: dict[str, int]) -> dict[str, int]:
             if not path.startswith("/_") and path != "/robots.txt" and now[path] > before.get(path, 0)}
 
 
-def _assert_complete(shop: ShopProcess, hits: dict[str, int], database_url: str) -> None:
+def _assert_complete(shop: ShopProcess, hits: dict[str, int], database_url: str, context: str = "") -> None:
     truth = shop.truth()
     missing = [o["path"] for o in truth["offers"] if hits.get(o["path"], 0) < 1]
-    assert not missing, f"{len(missing)} product pages never fetched, e.g. {missing[:3]}"
+    assert not missing, f"{context}{len(missing)} product pages never fetched, e.g. {missing[:3]}"
     db = ProductDb(database_url)
-    counts = db.counts()
-    assert (counts["releases"], counts["offers"]) == (truth["counts"]["releases"], truth["counts"]["offers"])
-    assert db.scalar("SELECT count(DISTINCT external_id) FROM offers") == truth["counts"]["offers"]
-    db.close()
+    try:
+        counts = db.counts()
+        assert (counts["releases"], counts["offers"]) == (truth["counts"]["releases"], truth["counts"]["offers"]), context
+        assert db.scalar("SELECT count(DISTINCT external_id) FROM offers") == truth["counts"]["offers"], context
+    finally:
+        db.close()
 
 
 @pytest.mark.parametrize("kind", ["embedded", "redis"])
@@ -58,9 +61,8 @@ def test_kill_9_at_random_moments_then_resume_loses_nothing(
     kind: str, tmp_path: Path, shop: ShopProcess, product_db: str
 ) -> None:
     setup = _setup(kind, tmp_path, shop, product_db)
-    rng = random.Random()
-    seed = rng.randrange(1 << 30)
-    rng.seed(seed)
+    seed = int(os.environ.get("RECORDHOUND_TEST_SEED") or random.randrange(1 << 30))  # to replay a failure
+    rng = random.Random(seed)
     before, in_flight, kills = shop.hits(), 0, []
     try:
         for _ in range(5):
@@ -78,7 +80,7 @@ def test_kill_9_at_random_moments_then_resume_loses_nothing(
             final = setup.start(name="final")
             assert final.wait() == 0, (tmp_path / "final.log").read_text()[-3000:]
         hits = _page_hits(shop, before)
-        _assert_complete(shop, hits, product_db)
+        _assert_complete(shop, hits, product_db, f"seed {seed}: kills {kills}: ")
         fetched_twice = sum(n - 1 for path, n in hits.items() if n > 1) - 1  # the 500-once page
         assert fetched_twice <= in_flight, f"seed {seed}: kills {kills}"
         counts = setup.counts()

@@ -28,7 +28,9 @@ from recordhound.frontier.sqlite import SqliteFrontier
 from recordhound.frontier.status import reason_kind, verify
 from recordhound.sources.profile import RecrawlSpec
 from tests.integration.crawlers import Crawler, CrawlSetup, wait_for_pages
-from tests.integration.truthcheck import assert_crawl_matches_truth, assert_product_db_matches, failed_paths
+from tests.integration.dbcheck import ProductDb
+from tests.integration.truthcheck import (
+    assert_crawl_matches_truth, assert_product_db_matches, expected_offer, failed_paths, stored_offers)
 from tests.redisserver import RedisServer
 from tests.services import PostgresDatabase, redis_url, unique_prefix
 
@@ -129,23 +131,39 @@ def test_ten_sigterm_restart_cycles_under_politeness_make_no_dead_letter(tmp_pat
 
 # --- finding 3: `frontier retry` revives a dead letter made of lost leases ----------------------
 
-def test_retry_revives_dead_letters_of_lost_leases(tmp_path: Path, product_db: str) -> None:
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_a_page_that_kills_the_crawler_is_failed_alone_and_retry_revives_it(
+    kind: str, tmp_path: Path, product_db: str
+) -> None:
+    """A product page kills the crawler every time it is parsed: after one death in company (every
+    page held then becomes a suspect) and four tried alone it is failed ("leased 5 times without an
+    outcome"), and only it: the run that fails it finishes the catalog. ``frontier retry`` then puts
+    it back and a run without the fault stores it."""
     with ShopProcess(40, seed=72) as shop:
-        setup = CrawlSetup(tmp_path, shop.url, product_db, redis_url())
+        setup = CrawlSetup(tmp_path, shop.url, product_db, redis_url() if kind == "redis" else "")
+        poison = shop.truth()["offers"][7]["path"]
         try:
-            # first the crawl is seeded (its start requests may take more than one write), then five
-            # runs each lease a batch and die at their first write, before any outcome of it is
-            # stored: the sixth lease of those requests is one too many
-            seeding = setup.start(name="seeding", failpoints="spider.output_exhausted=kill@1")
-            assert seeding.wait(120) == -signal.SIGKILL, _log(setup, "seeding")
-            assert setup.counts().seeded, "not seeded by the time the first callback finished"
-            for run in range(5):
-                crashed = setup.start(name=f"crashed{run}", failpoints="frontier.before_flush=kill@1")
-                assert crashed.wait(120) == -signal.SIGKILL, _log(setup, f"crashed{run}")
-            setup.start(name="gives_up").wait(120)  # its exit code is not the point: the dead letters are
+            deaths = 0
+            for run in range(MAX_ATTEMPTS + 2):
+                crawler = setup.start(name=f"run{run}", failpoints=f"spider.output_exhausted=kill@{poison}")
+                code = crawler.wait(180)
+                if code != -signal.SIGKILL:
+                    break
+                deaths += 1
+            assert (deaths, code) == (MAX_ATTEMPTS, 0), _log(setup, f"run{run}")
+            letters = [(_path(d["url"]), d["reason"]) for d in _dead_letters(setup)
+                       if d["group"] not in ("http_404", "redirect_loop")]
+            assert letters == [(poison, f"leased {MAX_ATTEMPTS} times without an outcome")], letters
+            db = ProductDb(product_db)
+            try:  # every offer but the poisoned page's, field by field
+                expected = {o["external_id"]: expected_offer(o) for o in shop.truth()["offers"] if o["path"] != poison}
+                stored = stored_offers(db)
+                assert sorted(stored) == sorted(expected)
+                assert {sku: {k: stored[sku][k] for k in want} for sku, want in expected.items()} == expected
+            finally:
+                db.close()
             lost = [d for d in _dead_letters(setup) if "without an outcome" in d["reason"]]
-            assert lost, f"no dead letter of lost leases to revive: {_dead_letters(setup)}"
-            retried = _cli(setup, "retry", "--source", "demo", "--all")
+            retried = _cli(setup, "retry", "--source", "demo", "--reason", "without an outcome")
             assert retried.returncode == 0, retried.stderr
             before = shop.hits()
             again = setup.start(name="again")

@@ -82,6 +82,7 @@ class FrontierMachine(RuleBasedStateMachine):
         self.next_id = 1
         self.stale: list[tuple[str, Lease]] = []  # (node, lease) of leases that ended: fenced off
         self.node_tokens = {node: f"{node}-1" for node in NODES}
+        self.trying: dict[str, Lease] = {}  # node -> the lease its process said it tries alone
         self.steps = 0
         self.unfiltered = 0  # dont_filter entries made so far
         self.backend.open()
@@ -101,8 +102,10 @@ class FrontierMachine(RuleBasedStateMachine):
         item.state, item.owner, item.token, item.expires_by, item.due = state, "", 0, None, False
 
     def _requeue_lost(self, item: Item) -> None:
+        """Its holder died or stalled: a suspect from now on; one more loss if it was being tried alone."""
+        tried = self.trying.get(item.owner) == item.lease
         self._end(item, QUEUED)
-        item.lost += 1
+        item.lost = item.lost + 1 if tried else max(item.lost, 1)
 
     def _current(self, lease: Lease) -> Item | None:
         item = self.items.get(lease.id)
@@ -195,6 +198,21 @@ class FrontierMachine(RuleBasedStateMachine):
         assert self.backend.release(leases) == len(current)
         for item in current:
             self._end(item, QUEUED)  # released: no lost count
+
+    @precondition(lambda self: self._held() or self.stale)
+    @rule(data=st.data(), node=st.sampled_from(NODES), clear=st.booleans())
+    def try_alone(self, data: st.DataObject, node: str, clear: bool) -> None:
+        """A node says which lease it tries alone: its own, another node's or an ended one (a mark
+        that names no current lease of that node counts nothing), or none (the try ended)."""
+        if clear:
+            self.trying.pop(node, None)
+            self.backend.try_alone(node, None)
+            return
+        leases = sorted({i.lease for i in self._held()} | {lease for _, lease in self.stale},
+                        key=lambda x: (x.id, x.token))
+        lease = data.draw(st.sampled_from(leases), label="tries alone")
+        self.trying[node] = lease
+        self.backend.try_alone(node, lease)
 
     @precondition(lambda self: any(i.expires_by is not None for i in self._held()))
     @rule()

@@ -60,6 +60,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.paused = False
         self.given_back_on_tick = False  # a tick ran since the pause began
         self.restarts = 0
+        self.kills = 0
         self.scheduler = self._open()
 
     def store_settings(self) -> dict[str, Any]:
@@ -221,7 +222,29 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.scheduler = self._open()
         self.given_back_on_tick = False
 
+    @precondition(lambda self: self.kills < 2)
+    @rule()
+    def killed_after_a_write_and_restarted(self) -> None:
+        """kill -9 right after a write: nothing returned, the requests in flight have no outcome. The
+        process comes back under the same node id and takes its leases back: each is a suspect now,
+        handed out one at a time."""
+        s = self.scheduler
+        assert s.flush_safely()
+        self.handed.clear()  # fetched again: each gets its one outcome then
+        assert s.backend is not None
+        s.backend.leave(s.node, s.token)  # its registration is gone (a dead pid): the id is free again
+        s.backend.close()
+        self.kills += 1
+        self.scheduler = self._open()
+        self.given_back_on_tick = False
+
     # ---- invariants -----------------------------------------------------------------------
+    @invariant()
+    def suspects_are_tried_one_at_a_time(self) -> None:
+        states = self.scheduler.backend.states()
+        tried = [i for i in self.handed if states[i].lost >= 1]
+        assert len(tried) <= 1, f"suspects handed out together: {tried}"
+
     @invariant()
     def the_store_holds_what_the_process_holds(self) -> None:
         s = self.scheduler

@@ -1,0 +1,95 @@
+"""Suspects: the pages a node held when it died, tried one at a time.
+
+A node killed with its leases leaves no word of which page, if any, killed it: every page it held
+comes back a *suspect* (its lost count 1, ``FrontierBackend.try_alone``). The scheduler hands
+suspects to the engine one at a time and tells the store first which one it is trying; a death
+while a suspect is tried counts against that page only. A page that kills its process each time it
+is parsed is failed after ``RECORDHOUND_FRONTIER_MAX_ATTEMPTS`` deaths ("leased N times without an
+outcome") while its neighbours are crawled; kills that land while a page merely sits among a
+node's leases (in hand, waiting for the product store) never fail it.
+
+A try ends when the page's callback output is exhausted, or it failed, was replaced (a retry, a
+redirect), or left the book (returned, taken back): storing its items is not the page's doing.
+Other pages go on at full concurrency meanwhile; only suspects wait for each other.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from recordhound.frontier import engine_access
+from recordhound.frontier.registry import FRONTIER_ID, STAT
+
+if TYPE_CHECKING:
+    from scrapy import Request
+
+    from recordhound.frontier.backend import Lease
+    from recordhound.frontier.scheduler import FrontierScheduler
+
+logger = logging.getLogger(__name__)
+
+
+class Suspects:
+    def __init__(self, scheduler: FrontierScheduler) -> None:
+        self.s = scheduler
+        self.trying: Lease | None = None
+
+    def held_back(self) -> set[int]:
+        """The requests in hand the gate must not hand out now: every suspect while one is tried."""
+        return self.s.book.suspects if self.trying is not None else _NONE
+
+    def start(self, request: Request) -> bool:
+        """``request``, just taken from the hand, goes to the engine: a suspect is tried alone, the
+        store told first. False: the store could not be told (an outage): its slot is freed and it
+        is back in hand."""
+        s = self.s
+        frontier_id = request.meta[FRONTIER_ID]
+        if frontier_id not in s.book.suspects:
+            return True
+        held = s.book.get(frontier_id)
+        assert s.backend is not None and held is not None  # the book drops a suspect with its lease
+        try:
+            s.backend.try_alone(s.node, held.lease)
+        except Exception as exc:  # the backend's client raises its own error types
+            s.backend_error(exc)
+            if s.gate is not None:
+                s.gate.free(request)
+            s.book.in_hand.appendleft(request)
+            return False
+        s.book.suspects.discard(frontier_id)
+        self.trying = held.lease
+        s.outcomes.watch(frontier_id, self.ended)
+        if not s.crawler.stats.get_value(STAT + "suspects_tried"):
+            logger.info("Pages held by a node that died are tried one at a time, so that a page that kills "
+                        "the crawler is told apart from its neighbours (counted in %ssuspects_tried)", STAT)
+        s.inc("suspects_tried")
+        return True
+
+    def ended(self) -> None:
+        """The page tried alone was parsed (or failed, or left): the store forgets the try."""
+        s = self.s
+        if self.trying is None:
+            return
+        self.trying = None
+        s.outcomes.watch(None, None)
+        if not s.outage.down and s.backend is not None:
+            try:
+                s.backend.try_alone(s.node, None)
+            except Exception as exc:  # noqa: BLE001 - the mark stays; it names this lease only (fenced)
+                s.backend_error(exc)
+        if s.book.suspects:
+            engine_access.wake(s.crawler)
+
+    def check(self) -> None:
+        """The tick's look: a try whose page left without an outcome written (taken back by the
+        store, dropped by the engine) is over too."""
+        lease = self.trying
+        if lease is None:
+            return
+        held = self.s.book.get(lease.id)
+        if held is None or held.lease != lease or not self.s.outcomes.processing(lease.id):
+            self.ended()
+
+
+_NONE: set[int] = set()  # nothing held back (never changed)
