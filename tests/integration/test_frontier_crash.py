@@ -13,7 +13,7 @@ import pytest
 
 from recordhound.demo.process import ShopProcess
 from tests.integration.crawlers import CrawlSetup, wait_for_pages
-from tests.integration.dbcheck import ProductDb
+from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
 
 RELEASES = 2000
@@ -43,17 +43,16 @@ def _page_hits(shop: ShopProcess, before: dict[str, int]) -> dict[str, int]:
             if not path.startswith("/_") and path != "/robots.txt" and now[path] > before.get(path, 0)}
 
 
-def _assert_complete(shop: ShopProcess, hits: dict[str, int], database_url: str, context: str = "") -> None:
+def _assert_complete(setup: CrawlSetup, shop: ShopProcess, hits: dict[str, int], context: str = "") -> None:
+    """Every product page fetched; the product DB equal to the shop's truth field by field, with
+    consecutive ids and sequences; ``failed`` holding only the shop's fault pages; verify clean."""
     truth = shop.truth()
     missing = [o["path"] for o in truth["offers"] if hits.get(o["path"], 0) < 1]
     assert not missing, f"{context}{len(missing)} product pages never fetched, e.g. {missing[:3]}"
-    db = ProductDb(database_url)
     try:
-        counts = db.counts()
-        assert (counts["releases"], counts["offers"]) == (truth["counts"]["releases"], truth["counts"]["offers"]), context
-        assert db.scalar("SELECT count(DISTINCT external_id) FROM offers") == truth["counts"]["offers"], context
-    finally:
-        db.close()
+        assert_crawl_matches_truth(setup, truth)
+    except AssertionError as exc:
+        raise AssertionError(f"{context}{exc}") from None
 
 
 @pytest.mark.parametrize("kind", ["embedded", "redis"])
@@ -80,7 +79,7 @@ def test_kill_9_at_random_moments_then_resume_loses_nothing(
             final = setup.start(name="final")
             assert final.wait() == 0, (tmp_path / "final.log").read_text()[-3000:]
         hits = _page_hits(shop, before)
-        _assert_complete(shop, hits, product_db, f"seed {seed}: kills {kills}: ")
+        _assert_complete(setup, shop, hits, f"seed {seed}: kills {kills}: ")
         fetched_twice = sum(n - 1 for path, n in hits.items() if n > 1) - 1  # the 500-once page
         assert fetched_twice <= in_flight, f"seed {seed}: kills {kills}"
         counts = setup.counts()
@@ -96,7 +95,7 @@ def test_three_nodes_share_one_crawl_and_all_exit(tmp_path: Path, shop: ShopProc
         nodes = [setup.start(name=f"node{i}") for i in range(3)]
         codes = [node.wait(300) for node in nodes]
         assert codes == [0, 0, 0], [(tmp_path / f"node{i}.log").read_text()[-2000:] for i in range(3)]
-        _assert_complete(shop, _page_hits(shop, before), product_db)
+        _assert_complete(setup, shop, _page_hits(shop, before))
         pages = [node.stats().get("response_received_count", 0) for node in nodes]
         total = sum(pages)
         assert all(p >= total * 0.05 for p in pages), f"pages per node: {pages}"
@@ -125,7 +124,7 @@ def test_sigterm_finishes_in_flight_work_returns_leases_and_resumes(
         resumed = setup.start(name="resumed")
         assert resumed.wait() == 0
         hits = _page_hits(shop, before)
-        _assert_complete(shop, hits, product_db)
+        _assert_complete(setup, shop, hits)
         assert sum(n - 1 for n in hits.values() if n > 1) <= 1  # only the 500-once page: nothing redone
     finally:
         setup.cleanup()
