@@ -241,7 +241,7 @@ for _, id in ipairs(ids) do
     local node, score, token = parse_owner(owner)
     if lost then
       local mark = redis.call('HGET', KEYS[7], node)
-      if mark and mark == id .. '|' .. (token or redis.call('HGET', KEYS[4], id)) then
+      if mark and mark == id .. '|' .. (token or redis.call('HGET', KEYS[4], id) or '') then
         redis.call('HINCRBY', KEYS[5], id, 1)
         redis.call('HDEL', KEYS[7], node)
       elseif (tonumber(redis.call('HGET', KEYS[5], id)) or 0) < 1 then
@@ -257,6 +257,7 @@ for _, id in ipairs(ids) do
     redis.call('SREM', ARGV[1] .. ARGV[3], id)  -- a stale member (a store restored from a snapshot)
   end
 end
+if ARGV[2] == 'node' then redis.call('HDEL', KEYS[7], ARGV[3]) end  -- that process is gone: so is its try
 return {moved, gone, 0}
 """
 

@@ -10,7 +10,8 @@ node's leases (in hand, waiting for the product store) never fail it.
 
 A try ends when the page's callback output is exhausted, or it failed, was replaced (a retry, a
 redirect), or left the book (returned, taken back): storing its items is not the page's doing.
-Other pages go on at full concurrency meanwhile; only suspects wait for each other.
+Fresh pages in hand go on beside the one tried; suspects wait for each other, and while they fill
+the hand few fresh pages are leased (docs/concepts/frontier.md says what this costs).
 """
 
 from __future__ import annotations
