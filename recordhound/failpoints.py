@@ -7,7 +7,7 @@ Off unless the environment says otherwise (tests and ``bench/torture.py`` set it
 ``NAME=kill`` dies at the first time the step is reached, ``NAME=kill@N`` at the N-th;
 ``NAME=stop[@N]`` freezes there with SIGSTOP instead (a test then kills or continues it).
 ``NAME=kill@/path`` dies every time the step is reached for a page whose URL ends with ``/path``
-(steps that name their page: ``spider.output_exhausted``), in every run: a page that kills the crawler.
+(steps that name their page: ``spider.output_exhausted``, ``spider.item_settled``), in every run: a page that kills the crawler.
 It is an environment variable, not a Scrapy setting, because the steps run in several
 processes (the crawler, its writer child, the apply worker, ``recordhound import``) and
 children inherit the environment. A writer child kills its crawler too, so "the process
@@ -27,6 +27,7 @@ from recordhound.exceptions import ConfigError
 ENV = "RECORDHOUND_FAILPOINTS"
 POINTS = {
     "spider.output_exhausted": "a callback's output is exhausted (its requests reached the scheduler)",
+    "spider.item_settled": "an item of a page was stored (or dropped), the page not yet acked",
     "frontier.before_flush": "new requests, acks and failures are about to be written to the frontier",
     "frontier.after_flush": "the frontier write committed, nothing after it yet",
     "frontier.after_retry_flush": "a frontier write put failed requests back to wait out their backoff",

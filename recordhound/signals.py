@@ -3,3 +3,8 @@
 # Something a site served or a user wrote could not be used. Arguments:
 # kind (short slug, e.g. "http_404", "field_price", "rejected"), url, message.
 error_recorded = object()
+
+# A page's outcome waits on its items now (the frontier tries a suspect alone, suspects.py): item
+# stores write what they hold at once, not at their batch time, until told otherwise. Argument:
+# eager (bool).
+store_eagerly = object()

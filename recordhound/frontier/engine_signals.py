@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider, signals
 from twisted.internet import reactor
 
+from recordhound import failpoints
 from recordhound.frontier import recrawl
 from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
 
@@ -87,6 +88,7 @@ class EngineSignals:
 
     def _item_settled(self, item: Any, response: Any, **kwargs: Any) -> None:
         if (frontier_id := _frontier_id(response)) is not None:
+            failpoints.hit("spider.item_settled", response.url)
             self.s.outcomes.item_settled(frontier_id)
 
     def _item_error(self, item: Any, response: Any, failure: Any, **kwargs: Any) -> None:

@@ -28,22 +28,18 @@ class Outcomes:
     def __init__(self, on_done: Callable[[int], None], on_failed: Callable[[int, str, float | None], None]) -> None:
         self._states: dict[int, _State] = {}
         self._on_done, self._on_failed = on_done, on_failed
-        self._watched: int | None = None  # the request tried alone (suspects.py): told when its processing ends
+        self._watched: int | None = None  # the request tried alone (suspects.py): told when its outcome is known
         self._on_watched: Callable[[], None] | None = None
 
     def watch(self, frontier_id: int | None, on_end: Callable[[], None] | None) -> None:
-        """Call ``on_end`` once the processing of ``frontier_id`` is over (its output exhausted, or it
-        failed or was replaced); None: stop watching."""
+        """Call ``on_end`` once the outcome of ``frontier_id`` is known (done: its output exhausted, its
+        children in and its items settled; or it failed or was replaced); None: stop watching."""
         self._watched, self._on_watched = frontier_id, on_end
 
     def _processed(self, frontier_id: int) -> None:
         if frontier_id == self._watched and self._on_watched is not None:
             self._on_watched()
 
-    def processing(self, frontier_id: int) -> bool:
-        """Handed out and its callback's output not yet exhausted."""
-        state = self._states.get(frontier_id)
-        return state is not None and not state.output_done
 
     def __len__(self) -> int:
         return len(self._states)
@@ -101,7 +97,6 @@ class Outcomes:
             state.output_done = True
             state.error = state.error or error
             self._maybe_finish(frontier_id, state)
-            self._processed(frontier_id)
 
     def failed(self, frontier_id: int, reason: str, retry_in: float | None = None) -> None:
         """``retry_in``: a transient failure, tried again that many seconds from now."""
@@ -116,6 +111,7 @@ class Outcomes:
                 self._on_failed(frontier_id, state.error, None)
             else:
                 self._on_done(frontier_id)
+            self._processed(frontier_id)
 
     def forget(self) -> list[int]:
         """Drop every unfinished request (returned to the queue by the caller)."""

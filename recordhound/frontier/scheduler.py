@@ -186,12 +186,13 @@ class FrontierScheduler:
     def next_request(self) -> Request | None:
         if self.phase == "broken" or self.gate is None or engine_access.paused(self.crawler):
             return None  # Scrapy's loop asks on until its downloader is full: paused, nothing starts or is leased
-        if not self.book.in_hand and not self.outage.down:
+        if not self._may_take() and not self.outage.down:
             if self.buffer.entries:
                 self.flush_safely()  # the engine is idle for want of what sits in our buffer
-            self._lease_more()
+            while self._lease_more() and not self._may_take():
+                pass  # all suspects held back (another is tried): fresh pages are further in the queue
         request = self._take_allowed()
-        if request is None and self.book.in_hand and self.upkeep.may_lease_extra(len(self.book.in_hand)):
+        if request is None and (waiting := self._may_take()) and self.upkeep.may_lease_extra(waiting):
             self._lease_more()  # every request in hand waits for its host: look for other hosts' work
             request = self._take_allowed()
         if request is None:
@@ -201,6 +202,10 @@ class FrontierScheduler:
         self.outcomes.handed_out(request.meta[FRONTIER_ID])
         self.crawler.stats.inc_value("scheduler/dequeued")
         return request
+
+    def _may_take(self) -> int:
+        """How many requests in hand the gate may hand out (suspects wait while one is tried)."""
+        return len(self.book.in_hand) - len(self.suspects.held_back())
 
     def _take_allowed(self) -> Request | None:
         assert self.gate is not None
@@ -233,13 +238,15 @@ class FrontierScheduler:
 
     # --- leasing ----------------------------------------------------------------------
 
-    def _lease_more(self) -> None:
+    def _lease_more(self) -> int:
+        """Lease a batch into the hand; returns how many requests it added."""
         assert self.backend is not None and self.spider is not None
         try:
             leased = self.backend.lease(self.node, self.config.lease_batch, self.config.lease_seconds)
         except Exception as exc:  # the backend's client raises its own error types
             self.backend_error(exc)
-            return
+            return 0
+        in_hand = len(self.book.in_hand)
         self.inc("leased", len(leased))
         busy = [entry for entry in leased if entry.id in self.book or entry.id in self.outcomes]
         if busy:  # an older lease of the same id is still in this process (the store lost or expired it):
@@ -267,6 +274,7 @@ class FrontierScheduler:
             if entry.lost:
                 self.book.suspects.add(entry.id)  # held when a node died: tried alone (suspects.py)
         self.upkeep.publish_leases()
+        return len(self.book.in_hand) - in_hand
 
     def _give_back(self, entries: list[Leased]) -> None:
         assert self.backend is not None

@@ -4,14 +4,17 @@ A node killed with its leases leaves no word of which page, if any, killed it: e
 comes back a *suspect* (its lost count 1, ``FrontierBackend.try_alone``). The scheduler hands
 suspects to the engine one at a time and tells the store first which one it is trying; a death
 while a suspect is tried counts against that page only. A page that kills its process each time it
-is parsed is failed after ``RECORDHOUND_FRONTIER_MAX_ATTEMPTS`` deaths ("leased N times without an
+is parsed (or its items stored) is failed after ``RECORDHOUND_FRONTIER_MAX_ATTEMPTS`` deaths ("leased N times without an
 outcome") while its neighbours are crawled; kills that land while a page merely sits among a
-node's leases (in hand, waiting for the product store) never fail it.
+node's leases (in hand, or in flight while another page is tried) never fail it.
 
-A try ends when the page's callback output is exhausted, or it failed, was replaced (a retry, a
-redirect), or left the book (returned, taken back): storing its items is not the page's doing.
-Fresh pages in hand go on beside the one tried; suspects wait for each other, and while they fill
-the hand few fresh pages are leased (docs/concepts/frontier.md says what this costs).
+A try lasts until the page's outcome is written to the store: its callback output exhausted, its
+items stored (or it failed, or was replaced by a retry or a redirect), then the write that holds its
+ack, made at once. A death anywhere in that window is the page's doing: it may kill its process
+while parsed or while its items are stored. A try also ends when the page left the book (returned,
+taken back by the store). Fresh pages go on beside the one tried at full concurrency (the hand
+leases past the suspects held back); suspects wait for each other (docs/concepts/frontier.md says
+what this costs).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from recordhound import signals
 from recordhound.frontier import engine_access
 from recordhound.frontier.registry import FRONTIER_ID, STAT
 
@@ -60,20 +64,28 @@ class Suspects:
             return False
         s.book.suspects.discard(frontier_id)
         self.trying = held.lease
-        s.outcomes.watch(frontier_id, self.ended)
+        s.crawler.signals.send_catch_log(signals.store_eagerly, eager=True)  # its items are waited on
+        s.outcomes.watch(frontier_id, self._decided)
         if not s.crawler.stats.get_value(STAT + "suspects_tried"):
             logger.info("Pages held by a node that died are tried one at a time, so that a page that kills "
                         "the crawler is told apart from its neighbours (counted in %ssuspects_tried)", STAT)
         s.inc("suspects_tried")
         return True
 
+    def _decided(self) -> None:
+        """The outcome of the page tried alone is known, in the write buffer: written now, the try
+        ends (the store down: the tick's write, then its ``check``, end it)."""
+        self.s.flush_safely()
+        self.check()
+
     def ended(self) -> None:
-        """The page tried alone was parsed (or failed, or left): the store forgets the try."""
+        """The outcome of the page tried alone is written (or it left): the store forgets the try."""
         s = self.s
         if self.trying is None:
             return
         self.trying = None
         s.outcomes.watch(None, None)
+        s.crawler.signals.send_catch_log(signals.store_eagerly, eager=False)
         if not s.outage.down and s.backend is not None:
             try:
                 s.backend.try_alone(s.node, None)
@@ -83,13 +95,16 @@ class Suspects:
             engine_access.wake(s.crawler)
 
     def check(self) -> None:
-        """The tick's look: a try whose page left without an outcome written (taken back by the
-        store, dropped by the engine) is over too."""
+        """Is the try over? Its outcome written, or its page left without one (taken back by the
+        store, dropped by the engine)."""
         lease = self.trying
         if lease is None:
             return
         held = self.s.book.get(lease.id)
-        if held is None or held.lease != lease or not self.s.outcomes.processing(lease.id):
+        if held is None:
+            if lease not in self.s.buffer.leases():  # out of the book, its outcome not waiting: written
+                self.ended()
+        elif held.lease != lease or lease.id not in self.s.outcomes:
             self.ended()
 
 

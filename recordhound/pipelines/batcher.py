@@ -74,6 +74,7 @@ class Batcher(Generic[T, R]):
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
         self._draining: asyncio.Task[None] | None = None  # the one task writing full batches
+        self.eager = False  # write each item at once (in batches of what waits), not at the batch time
 
     @property
     def waiting(self) -> int:
@@ -86,13 +87,21 @@ class Batcher(Generic[T, R]):
     def add(self, item: T) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
-        if len(self._pending) >= self._size and (self._draining is None or self._draining.done()):
-            self._draining = asyncio.ensure_future(self._drain())
+        self._drain_if_due()
         self.tell_backlog()
         return future
 
+    def write_eagerly(self, eager: bool) -> None:
+        """While ``eager``, write each item at once (in batches of what waits), not at the batch time."""
+        self.eager = eager
+        self._drain_if_due()
+
+    def _drain_if_due(self) -> None:
+        if len(self._pending) >= (1 if self.eager else self._size) and (self._draining is None or self._draining.done()):
+            self._draining = asyncio.ensure_future(self._drain())
+
     async def _drain(self) -> None:
-        while len(self._pending) >= self._size:
+        while len(self._pending) >= (1 if self.eager else self._size):
             await self.flush()
 
     async def flush(self) -> None:

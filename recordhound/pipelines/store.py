@@ -64,7 +64,14 @@ class StorePipeline:
                        ReviewConfig.from_settings(crawler.settings))
         crawler.signals.connect(pipeline._error_recorded, signal=signals.error_recorded)
         crawler.signals.connect(pipeline._spider_closed, signal=scrapy_signals.spider_closed)
+        crawler.signals.connect(pipeline._store_eagerly, signal=signals.store_eagerly)
         return pipeline
+
+    def _store_eagerly(self, eager: bool) -> None:
+        """A page's outcome waits on its items (a suspect tried alone): write at once meanwhile."""
+        for batcher in (self.batcher, self.unchanged):
+            if batcher is not None:
+                batcher.write_eagerly(eager)
 
     async def open_spider(self) -> None:
         from recordhound.catalog.errors import is_transient

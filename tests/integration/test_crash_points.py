@@ -30,6 +30,7 @@ POINTS = {  # crash point → the hit that kills (mid-crawl, not at the first st
     "frontier.joining": 1,  # reached the store, not registered: the restart is a plain start
     "frontier.after_start_claim": 1,
     "spider.output_exhausted": 40,
+    "spider.item_settled": 40,
     "frontier.before_flush": 6,
     "frontier.after_flush": 6,
     "store.after_commit": 3,

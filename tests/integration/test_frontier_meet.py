@@ -132,20 +132,22 @@ def test_ten_sigterm_restart_cycles_under_politeness_make_no_dead_letter(tmp_pat
 # --- finding 3: `frontier retry` revives a dead letter made of lost leases ----------------------
 
 @pytest.mark.parametrize("kind", ["embedded", "redis"])
+@pytest.mark.parametrize("point", ["spider.output_exhausted", "spider.item_settled"])
 def test_a_page_that_kills_the_crawler_is_failed_alone_and_retry_revives_it(
-    kind: str, tmp_path: Path, product_db: str
+    point: str, kind: str, tmp_path: Path, product_db: str
 ) -> None:
-    """A product page kills the crawler every time it is parsed: after one death in company (every
-    page held then becomes a suspect) and four tried alone it is failed ("leased 5 times without an
-    outcome"), and only it: the run that fails it finishes the catalog. ``frontier retry`` then puts
-    it back and a run without the fault stores it."""
+    """A product page kills the crawler every time it is parsed (``spider.output_exhausted``), or
+    every time its item is stored (``spider.item_settled``: after its callback, before its ack):
+    after one death in company (every page held then becomes a suspect) and four tried alone it is
+    failed ("leased 5 times without an outcome"), and only it: the run that fails it finishes the
+    catalog. ``frontier retry`` then puts it back and a run without the fault stores it."""
     with ShopProcess(40, seed=72) as shop:
         setup = CrawlSetup(tmp_path, shop.url, product_db, redis_url() if kind == "redis" else "")
         poison = shop.truth()["offers"][7]["path"]
         try:
             deaths = 0
             for run in range(MAX_ATTEMPTS + 2):
-                crawler = setup.start(name=f"run{run}", failpoints=f"spider.output_exhausted=kill@{poison}")
+                crawler = setup.start(name=f"run{run}", failpoints=f"{point}=kill@{poison}")
                 code = crawler.wait(180)
                 if code != -signal.SIGKILL:
                     break
@@ -155,8 +157,10 @@ def test_a_page_that_kills_the_crawler_is_failed_alone_and_retry_revives_it(
                        if d["group"] not in ("http_404", "redirect_loop")]
             assert letters == [(poison, f"leased {MAX_ATTEMPTS} times without an outcome")], letters
             db = ProductDb(product_db)
-            try:  # every offer but the poisoned page's, field by field
-                expected = {o["external_id"]: expected_offer(o) for o in shop.truth()["offers"] if o["path"] != poison}
+            try:  # every offer but the poisoned page's (stored when it dies once its item is), field by field
+                stored_poison = point == "spider.item_settled"
+                expected = {o["external_id"]: expected_offer(o) for o in shop.truth()["offers"]
+                            if o["path"] != poison or stored_poison}
                 stored = stored_offers(db)
                 assert sorted(stored) == sorted(expected)
                 assert {sku: {k: stored[sku][k] for k in want} for sku, want in expected.items()} == expected

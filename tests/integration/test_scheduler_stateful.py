@@ -55,6 +55,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.folder = tempfile.mkdtemp(prefix="scheduler-stateful-")
         self.found: set[str] = set()  # every URL enqueued (the model)
         self.handed: dict[int, str] = {}  # frontier id → URL: given to the engine, no outcome yet
+        self.storing: dict[int, str] = {}  # frontier id → URL: output exhausted, its item not settled yet
         self.done: list[str] = []
         self.failed: list[str] = []
         self.paused = False
@@ -127,6 +128,25 @@ class SchedulerMachine(RuleBasedStateMachine):
         else:
             outcomes.failed(frontier_id, "http_404")
             self.failed.append(url)
+
+    @precondition(lambda self: self.handed)
+    @rule(data=st.data())
+    def page_parsed_its_item_goes_to_the_store(self, data: st.DataObject) -> None:
+        """The callback yielded an item and its output is exhausted; the item waits for the product
+        store (the page has no outcome until it settles)."""
+        frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
+        outcomes = self.scheduler.outcomes
+        outcomes.response_received(frontier_id)
+        outcomes.item_yielded(frontier_id)
+        outcomes.output_finished(frontier_id)
+        self.storing[frontier_id] = self.handed.pop(frontier_id)
+
+    @precondition(lambda self: self.storing)
+    @rule(data=st.data())
+    def item_stored(self, data: st.DataObject) -> None:
+        frontier_id = data.draw(st.sampled_from(sorted(self.storing)), label="page")
+        self.scheduler.outcomes.item_settled(frontier_id)
+        self.done.append(self.storing.pop(frontier_id))
 
     @precondition(lambda self: self.handed)
     @rule(data=st.data(), to=st.sampled_from(MOVED))
@@ -213,10 +233,7 @@ class SchedulerMachine(RuleBasedStateMachine):
     def graceful_stop_and_restart(self) -> None:
         """Scrapy finishes the pages in flight before it closes the scheduler; the next process
         (another node id) takes over the queue."""
-        for frontier_id in sorted(self.handed):
-            self.scheduler.outcomes.response_received(frontier_id)
-            self.scheduler.outcomes.output_finished(frontier_id)
-            self.done.append(self.handed.pop(frontier_id))
+        self._finish_in_flight()
         self.scheduler.close("shutdown")
         self.restarts += 1
         self.scheduler = self._open()
@@ -231,6 +248,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         s = self.scheduler
         assert s.flush_safely()
         self.handed.clear()  # fetched again: each gets its one outcome then
+        self.storing.clear()
         assert s.backend is not None
         s.backend.leave(s.node, s.token)  # its registration is gone (a dead pid): the id is free again
         s.backend.close()
@@ -238,12 +256,27 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.scheduler = self._open()
         self.given_back_on_tick = False
 
+    def _finish_in_flight(self) -> None:
+        """Scrapy finishes the pages in flight, and their items, before it closes the scheduler."""
+        outcomes = self.scheduler.outcomes
+        for frontier_id in sorted(self.handed):
+            outcomes.response_received(frontier_id)
+            outcomes.output_finished(frontier_id)
+            self.done.append(self.handed.pop(frontier_id))
+        for frontier_id in sorted(self.storing):
+            outcomes.item_settled(frontier_id)
+            self.done.append(self.storing.pop(frontier_id))
+
     # ---- invariants -----------------------------------------------------------------------
     @invariant()
     def suspects_are_tried_one_at_a_time(self) -> None:
-        states = self.scheduler.backend.states()
-        tried = [i for i in self.handed if states[i].lost >= 1]
-        assert len(tried) <= 1, f"suspects handed out together: {tried}"
+        """A suspect's try lasts until its outcome is written: a death before that is its doing.
+        While one is tried, no other is handed out (its items still storing, its ack in the buffer)."""
+        s = self.scheduler
+        states = s.backend.states()
+        open_ = {*self.handed, *self.storing, *(lease.id for lease in s.buffer.leases())}
+        tried = sorted(i for i in open_ if (state := states.get(i)) is not None and state.lost >= 1)
+        assert len(tried) <= 1, f"suspects tried together: {tried}"
 
     @invariant()
     def the_store_holds_what_the_process_holds(self) -> None:
@@ -252,7 +285,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         leased = s.backend.counts().leased
         assert leased.get(s.node, 0) == len(s.book) + len(s.buffer.leases()), (leased, len(s.book))
         assert sum(leased.values()) == leased.get(s.node, 0), "a stopped node left leases behind"
-        assert all(frontier_id in s.book for frontier_id in self.handed), "a started request lost its lease"
+        assert all(frontier_id in s.book for frontier_id in {*self.handed, *self.storing}), \
+            "a started request lost its lease"
 
     @invariant()
     def a_tick_during_a_pause_gives_back_what_has_not_started(self) -> None:
@@ -286,10 +320,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         s = self.scheduler
         if self.paused:
             pauses(self.crawler).release(REASON, quiet=True)
-        for frontier_id in sorted(self.handed):
-            s.outcomes.response_received(frontier_id)
-            s.outcomes.output_finished(frontier_id)
-            self.done.append(self.handed.pop(frontier_id))
+        self._finish_in_flight()
         for _ in range(4 * len(URLS)):
             request = s.next_request()
             if request is None:
@@ -321,6 +352,47 @@ def test_random_pause_sequences_lose_no_request_and_start_nothing_while_paused(
         machine: type[SchedulerMachine]) -> None:
     run_state_machine_as_test(machine, settings=settings(
         max_examples=MAX_EXAMPLES[machine], stateful_step_count=MAX_STEPS, deadline=None, database=None))
+
+
+@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
+def test_fresh_pages_are_handed_out_beside_the_suspect_tried_and_the_next_waits_for_its_written_outcome(
+        machine: type[SchedulerMachine]) -> None:
+    """After a kill -9 the pages the node held are suspects, tried one at a time; the engine is not
+    starved meanwhile: every fresh page of the queue is handed out beside the one tried, in the
+    same run of the engine's asks. The next suspect waits until the outcome of the one tried is
+    written, its item stored first."""
+    m = machine()
+    try:
+        s = m.scheduler
+        assert s.claim_start() == "claimed"
+        urls = [f"https://shop{i}.test/p" for i in range(24)]  # a host each: no politeness slot waits
+        for url in urls:
+            s.enqueue_request(Request(url))
+        s.start_finished()
+        m.found.update(urls)
+        for _ in range(6):  # two lease batches of 3, handed to the engine
+            m.engine_asks()
+        m.killed_after_a_write_and_restarted()
+        s = m.scheduler
+        while (request := s.next_request()) is not None:
+            m.handed[request.meta[FRONTIER_ID]] = request.url
+        states = s.backend.states()
+        tried = [url for i, url in m.handed.items() if states[i].lost >= 1]
+        assert len(tried) == 1 and sorted(m.handed.values()) == sorted([*tried, *urls[6:]]), m.handed
+        (tried_id,) = [i for i in m.handed if states[i].lost >= 1]
+        outcomes = s.outcomes
+        outcomes.response_received(tried_id)
+        outcomes.item_yielded(tried_id)
+        outcomes.output_finished(tried_id)
+        assert s.next_request() is None, "the next suspect was handed out while the item of the one tried waits"
+        outcomes.item_settled(tried_id)
+        m.done.append(m.handed.pop(tried_id))
+        request = s.next_request()
+        assert request is not None and states[request.meta[FRONTIER_ID]].lost >= 1
+        assert not s.buffer.leases(), "the outcome of the suspect tried is written before the next is handed out"
+        m.handed[request.meta[FRONTIER_ID]] = request.url
+    finally:
+        m.teardown()
 
 
 MAX_EXAMPLES = {SchedulerMachine: 60, RedisSchedulerMachine: 30}

@@ -2,7 +2,7 @@
 
 Hypothesis drives random sequences of what the store meets: items added, the pending write
 committed, failed for a while (an outage: retried with the crawl paused) or for good, the pages in
-flight changing, a caller giving up on its item, time passing (the flush timer, the retry backoff),
+flight changing, the store told to write eagerly (a page tried alone waits on its items) and back, a caller giving up on its item, time passing (the flush timer, the retry backoff),
 and at the end the spider closing. The write is a fake the test controls (each call waits until a
 rule settles it); everything else is real: a real Batcher and Backlog on a real asyncio event loop.
 Only the loop's clock is the test's (``ManualClockLoop``): timers fire when a rule moves it, so a
@@ -85,6 +85,7 @@ class BatcherMachine(RuleBasedStateMachine):
         self.outage_calls: list[str] = []
         self.in_flight = 0
         self.size = 0
+        self.eager = False  # told to write at once (a page tried alone waits on its items)
         self.batcher: Batcher[int, tuple[int, ...]] | None = None
 
     # the unit's dependencies
@@ -204,6 +205,16 @@ class BatcherMachine(RuleBasedStateMachine):
             self.batcher.tell_backlog()
         self.settle()
 
+    @rule(eager=st.booleans())
+    def told_to_write_eagerly(self, eager: bool) -> None:
+        """The frontier tries a suspect alone and waits on its items (or no longer does)."""
+        self.eager = eager
+
+        async def tell() -> None:  # on the loop, as a signal handler runs on the reactor's
+            assert self.batcher is not None
+            self.batcher.write_eagerly(eager)
+        self.run(tell())
+
     @precondition(lambda self: any(not f.done() for f in self.futures.values()))
     @rule(which=st.integers(0, 7))
     def caller_gives_up(self, which: int) -> None:
@@ -261,6 +272,7 @@ class BatcherMachine(RuleBasedStateMachine):
         assert self.batcher is not None
         if self.pending_write is None and not self.model.outage:  # not writing, not waiting to retry
             assert self.batcher.waiting < self.size, "a full batch waits with no write started"
+            assert not (self.eager and self.batcher.waiting), "told to write eagerly, items wait for the timer"
 
     @invariant()
     def the_backlog_holds_exactly_when_the_hysteresis_says(self) -> None:
