@@ -11,8 +11,7 @@ node's leases (in hand, or in flight while another page is tried) never fail it.
 A try lasts until the page's outcome is written to the store: its callback output exhausted, its
 items stored (or it failed, or was replaced by a retry or a redirect), then the write that holds its
 ack, made at once. A death anywhere in that window is the page's doing: it may kill its process
-while parsed or while its items are stored. While the crawl is paused the store forgets the try (the
-page waits on others then). A try also ends when the page is out of the engine without an outcome
+while parsed or while its items are stored. A try also ends when the page is out of the engine without an outcome
 (its lease taken back by the store, the engine lost it). Fresh pages go on beside the one tried at full concurrency (the hand
 leases past the suspects held back); suspects wait for each other (docs/concepts/frontier.md says
 what this costs).
@@ -40,7 +39,6 @@ class Suspects:
     def __init__(self, scheduler: FrontierScheduler) -> None:
         self.s = scheduler
         self.trying: Lease | None = None
-        self.marked = False  # the store names ``trying`` as tried (not while the crawl is paused)
 
     def held_back(self) -> set[int]:
         """The requests in hand the gate must not hand out now: every suspect while one is tried."""
@@ -65,7 +63,7 @@ class Suspects:
             s.book.in_hand.appendleft(request)
             return False
         s.book.suspects.discard(frontier_id)
-        self.trying, self.marked = held.lease, True
+        self.trying = held.lease
         s.crawler.signals.send_catch_log(signals.store_eagerly, eager=True)  # its items are waited on
         s.outcomes.watch(frontier_id, self._decided)
         if not s.crawler.stats.get_value(STAT + "suspects_tried"):
@@ -85,7 +83,7 @@ class Suspects:
         s = self.s
         if self.trying is None:
             return
-        self.trying, self.marked = None, False
+        self.trying = None
         s.outcomes.watch(None, None)
         s.crawler.signals.send_catch_log(signals.store_eagerly, eager=False)
         if not s.outage.down and s.backend is not None:
@@ -101,32 +99,13 @@ class Suspects:
         taken back by the store, or the engine dropped it): a page still in the engine may yet kill
         its process, so no other suspect is tried until it is out (its stale mark charges nobody)."""
         lease, s = self.trying, self.s
-        if lease is None:
-            return
-        if lease.id in s.outcomes:
-            self._pause_or_resume(lease)
+        if lease is None or lease.id in s.outcomes:
             return
         held = s.book.get(lease.id)
         if held is not None and held.lease == lease:
             self.ended()  # held, not in the engine: handed out, then lost by the engine (an orphan)
         elif lease not in s.buffer.leases():  # out of the book, its outcome not waiting: written
             self.ended()
-
-
-    def _pause_or_resume(self, lease: Lease) -> None:
-        """While the crawl is paused (the product store down or behind, or by hand) the tried page
-        waits on others: a death then is not its doing, so the store forgets the try until the
-        pause is over."""
-        s = self.s
-        paused = engine_access.paused(s.crawler)
-        if paused != self.marked or s.outage.down or s.backend is None:
-            return
-        try:
-            s.backend.try_alone(s.node, None if paused else lease)
-        except Exception as exc:  # the backend's client raises its own error types
-            s.backend_error(exc)
-            return
-        self.marked = not paused
 
 
 _NONE: set[int] = set()  # nothing held back (never changed)

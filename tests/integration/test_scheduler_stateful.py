@@ -436,41 +436,4 @@ def test_a_suspect_whose_lease_the_store_took_back_is_tried_until_its_page_leave
         m.teardown()
 
 
-@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
-def test_a_death_while_the_crawl_is_paused_is_not_charged_to_the_suspect_tried(
-        machine: type[SchedulerMachine]) -> None:
-    """The product store goes down while the suspect tried waits for its item to be stored: the crawl
-    is paused, and restarts then (a supervisor, a SIGTERM that could not finish) are not the page's
-    doing. Once the pause is over the try counts again."""
-    m = machine()
-    try:
-        s = m.scheduler
-        assert s.claim_start() == "claimed"
-        urls = [f"https://shop{i}.test/p" for i in range(6)]
-        for url in urls:
-            s.enqueue_request(Request(url))
-        s.start_finished()
-        m.found.update(urls)
-        for _ in range(3):
-            m.engine_asks()
-        for kill, paused in enumerate((True, True, False)):
-            m.killed_after_a_write_and_restarted()
-            s = m.scheduler
-            request = s.next_request()
-            assert request is not None
-            tried_id = request.meta[FRONTIER_ID]
-            assert s.backend.states()[tried_id].lost >= 1
-            s.outcomes.response_received(tried_id)
-            s.outcomes.item_yielded(tried_id)
-            s.outcomes.output_finished(tried_id)  # its item waits for the product store
-            if paused:
-                pauses(m.crawler).hold("product store")
-            s.upkeep.tick()
-            m.kills = 0
-        m.killed_after_a_write_and_restarted()  # the third death: in a try while not paused
-        assert m.scheduler.backend.states()[tried_id].lost == 2, "only the death outside a pause counts"
-    finally:
-        m.teardown()
-
-
 MAX_EXAMPLES = {SchedulerMachine: 60, RedisSchedulerMachine: 30}
