@@ -40,7 +40,6 @@ class Outcomes:
         if frontier_id == self._watched and self._on_watched is not None:
             self._on_watched()
 
-
     def __len__(self) -> int:
         return len(self._states)
 

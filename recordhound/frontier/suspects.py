@@ -4,17 +4,18 @@ A node killed with its leases leaves no word of which page, if any, killed it: e
 comes back a *suspect* (its lost count 1, ``FrontierBackend.try_alone``). The scheduler hands
 suspects to the engine one at a time and tells the store first which one it is trying; a death
 while a suspect is tried counts against that page only. A page that kills its process each time it
-is parsed (or its items stored) is failed after ``RECORDHOUND_FRONTIER_MAX_ATTEMPTS`` deaths ("leased N times without an
-outcome") while its neighbours are crawled; kills that land while a page merely sits among a
-node's leases (in hand, or in flight while another page is tried) never fail it.
+is parsed (or its items stored) is failed after ``RECORDHOUND_FRONTIER_MAX_ATTEMPTS`` deaths
+("leased N times without an outcome") while its neighbours are crawled; kills that land while a
+page merely sits among a node's leases (in hand, or in flight while another page is tried) never
+fail it.
 
 A try lasts until the page's outcome is written to the store: its callback output exhausted, its
 items stored (or it failed, or was replaced by a retry or a redirect), then the write that holds its
 ack, made at once. A death anywhere in that window is the page's doing: it may kill its process
-while parsed or while its items are stored. A try also ends when the page is out of the engine without an outcome
-(its lease taken back by the store, the engine lost it). Fresh pages go on beside the one tried at full concurrency (the hand
-leases past the suspects held back); suspects wait for each other (docs/concepts/frontier.md says
-what this costs).
+while parsed or while its items are stored. A try also ends when the page is out of the engine
+without an outcome (its lease taken back by the store, the engine lost it). Fresh pages go on beside
+the one tried at full concurrency (the hand leases past the suspects held back); suspects wait for
+each other (docs/concepts/frontier.md says what this costs).
 """
 
 from __future__ import annotations
@@ -98,14 +99,9 @@ class Suspects:
         """Is the try over? Its outcome written, or its page out of the engine without one (its lease
         taken back by the store, or the engine dropped it): a page still in the engine may yet kill
         its process, so no other suspect is tried until it is out (its stale mark charges nobody)."""
-        lease, s = self.trying, self.s
-        if lease is None or lease.id in s.outcomes:
-            return
-        held = s.book.get(lease.id)
-        if held is not None and held.lease == lease:
-            self.ended()  # held, not in the engine: handed out, then lost by the engine (an orphan)
-        elif lease not in s.buffer.leases():  # out of the book, its outcome not waiting: written
-            self.ended()
+        lease = self.trying
+        if lease is not None and lease.id not in self.s.outcomes and lease not in self.s.buffer.leases():
+            self.ended()  # out of the engine, its outcome not waiting to be written
 
 
 _NONE: set[int] = set()  # nothing held back (never changed)

@@ -96,12 +96,15 @@ class Batcher(Generic[T, R]):
         self.eager = eager
         self._drain_if_due()
 
+    def _batch_due(self) -> bool:
+        return len(self._pending) >= (1 if self.eager else self._size)
+
     def _drain_if_due(self) -> None:
-        if len(self._pending) >= (1 if self.eager else self._size) and (self._draining is None or self._draining.done()):
+        if self._batch_due() and (self._draining is None or self._draining.done()):
             self._draining = asyncio.ensure_future(self._drain())
 
     async def _drain(self) -> None:
-        while len(self._pending) >= (1 if self.eager else self._size):
+        while self._batch_due():
             await self.flush()
 
     async def flush(self) -> None:
