@@ -336,6 +336,22 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert s.backend.verify() == []
 
 
+def _killed_holding(m: SchedulerMachine, pages: int, handed: int) -> list[str]:
+    """Start a crawl of ``pages`` URLs (a host each: no politeness slot waits), hand ``handed`` to the
+    engine, then kill -9 and restart: the leases held come back as suspects. Returns the URLs."""
+    s = m.scheduler
+    assert s.claim_start() == "claimed"
+    urls = [f"https://shop{i}.test/p" for i in range(pages)]
+    for url in urls:
+        s.enqueue_request(Request(url))
+    s.start_finished()
+    m.found.update(urls)
+    for _ in range(handed):
+        m.engine_asks()
+    m.killed_after_a_write_and_restarted()
+    return urls
+
+
 def _redirect(url: str, to: str, frontier_id: int) -> Request:
     return Request(to, meta={FRONTIER_ID: frontier_id, "redirect_urls": [url]})
 
@@ -363,16 +379,7 @@ def test_fresh_pages_are_handed_out_beside_the_suspect_tried_and_the_next_waits_
     written, its item stored first."""
     m = machine()
     try:
-        s = m.scheduler
-        assert s.claim_start() == "claimed"
-        urls = [f"https://shop{i}.test/p" for i in range(24)]  # a host each: no politeness slot waits
-        for url in urls:
-            s.enqueue_request(Request(url))
-        s.start_finished()
-        m.found.update(urls)
-        for _ in range(6):  # two lease batches of 3, handed to the engine
-            m.engine_asks()
-        m.killed_after_a_write_and_restarted()
+        urls = _killed_holding(m, pages=24, handed=6)  # two lease batches of 3 in the engine at the kill
         s = m.scheduler
         while (request := s.next_request()) is not None:
             m.handed[request.meta[FRONTIER_ID]] = request.url
@@ -403,16 +410,7 @@ def test_a_suspect_whose_lease_the_store_took_back_is_tried_until_its_page_leave
     meanwhile may be its doing; it must not be charged to another)."""
     m = machine()
     try:
-        s = m.scheduler
-        assert s.claim_start() == "claimed"
-        urls = [f"https://shop{i}.test/p" for i in range(9)]
-        for url in urls:
-            s.enqueue_request(Request(url))
-        s.start_finished()
-        m.found.update(urls)
-        for _ in range(3):
-            m.engine_asks()
-        m.killed_after_a_write_and_restarted()
+        _killed_holding(m, pages=9, handed=3)
         s = m.scheduler
         states = s.backend.states()
         while (request := s.next_request()) is not None:
