@@ -251,7 +251,9 @@ class FrontierBackend(ABC):
         and the answer says ``regressed``, so no ack lands before the node has re-sent what was lost."""
 
     @abstractmethod
-    def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]: ...
+    def lease(self, node: str, count: int, lease_seconds: float, fresh_only: bool = False) -> list[Leased]:
+        """Lease up to ``count`` queued entries to ``node``, priority first, then FIFO. ``fresh_only``:
+        skip suspects (lost > 0); they keep their place (a node trying one leases past the others)."""
 
     @abstractmethod
     def release(self, leases: list[Lease]) -> int:

@@ -156,11 +156,12 @@ class RedisFrontier(FrontierBackend):
         queued, refused, writes, regressed = self._scripts["COMMIT"](keys=keys, args=args)
         return Committed(int(queued), int(refused), int(writes), bool(regressed))
 
-    def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
+    def lease(self, node: str, count: int, lease_seconds: float, fresh_only: bool = False) -> list[Leased]:
         keys = self._k("queue", "payloads", "owner", "expiry", "attempts", "delayed", "score", "history",
                        "scheduled", "validators", "counters", "lost")
         tokens = [_token() for _ in range(count)]
-        flat = self._scripts["LEASE"](keys=keys, args=[f"{self.prefix}:leases:", node, count, lease_seconds, *tokens])
+        flat = self._scripts["LEASE"](keys=keys, args=[f"{self.prefix}:leases:", node, count, lease_seconds,
+                                                        int(fresh_only), *tokens])
         return [Leased(int(flat[i]), flat[i + 1].decode(), int(flat[i + 2]), int(flat[i + 3]),
                        lost=int(flat[i + 6]), tries=count_tries(flat[i + 4]), state=flat[i + 5].decode())
                 for i in range(0, len(flat), 7)]

@@ -126,9 +126,10 @@ return {queued, na + nf + nr - done - failed - retried - kept, writes, 0}
 """
 
 # KEYS: queue payloads owner expiry attempts delayed score history scheduled validators counters lost
-# ARGV: node_prefix node count lease_seconds token...  (one fresh random token per lease it may hand out)
-# Retries (P:delayed) and rechecks (P:scheduled) whose time has come move back to their place in
-# the queue first; a recheck is no longer done.
+# ARGV: node_prefix node count lease_seconds fresh_only token...  (one fresh random token per lease it
+# may hand out). Retries (P:delayed) and rechecks (P:scheduled) whose time has come move back to their
+# place in the queue first; a recheck is no longer done. fresh_only "1": suspects (P:lost > 0) are
+# passed over and keep their place (read in pages of 128 queue entries).
 LEASE = """
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
@@ -141,14 +142,32 @@ for _, waiting in ipairs({KEYS[6], KEYS[9]}) do
   end
   if waiting == KEYS[9] and #due > 0 then redis.call('HINCRBY', KEYS[11], 'done', -#due) end
 end
-local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1, 'WITHSCORES')
+local count, fresh = tonumber(ARGV[3]), ARGV[5] == '1'
+local ids, start, step = {}, 0, fresh and 128 or count
+while #ids < 2 * count do
+  local page = redis.call('ZRANGE', KEYS[1], start, start + step - 1, 'WITHSCORES')
+  local lost = {}
+  if fresh and #page > 0 then
+    local members = {}
+    for j = 1, #page, 2 do members[#members + 1] = page[j] end
+    lost = redis.call('HMGET', KEYS[12], unpack(members))
+  end
+  for j = 1, #page, 2 do
+    if #ids < 2 * count and tonumber(lost[(j + 1) / 2] or '0') == 0 then
+      ids[#ids + 1] = page[j]
+      ids[#ids + 1] = page[j + 1]
+    end
+  end
+  if #page < 2 * step then break end
+  start = start + step
+end
 if #ids == 0 then return {} end
 local expires = clock + tonumber(ARGV[4])
 local out = {}
 for j = 1, #ids, 2 do
   local id, score = ids[j], ids[j + 1]
   redis.call('ZREM', KEYS[1], id)
-  local token = ARGV[4 + (j + 1) / 2]
+  local token = ARGV[5 + (j + 1) / 2]
   redis.call('HSET', KEYS[3], id, ARGV[2] .. '|' .. score .. '|' .. token)
   redis.call('ZADD', KEYS[4], expires, id)
   redis.call('SADD', ARGV[1] .. ARGV[2], id)

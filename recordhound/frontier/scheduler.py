@@ -189,8 +189,7 @@ class FrontierScheduler:
         if not self._may_take() and not self.outage.down:
             if self.buffer.entries:
                 self.flush_safely()  # the engine is idle for want of what sits in our buffer
-            while self._lease_more() and not self._may_take():
-                pass  # all suspects held back (another is tried): fresh pages are further in the queue
+            self._lease_more()
         request = self._take_allowed()
         if request is None and (waiting := self._may_take()) and self.upkeep.may_lease_extra(waiting):
             self._lease_more()  # every request in hand waits for its host: look for other hosts' work
@@ -238,15 +237,16 @@ class FrontierScheduler:
 
     # --- leasing ----------------------------------------------------------------------
 
-    def _lease_more(self) -> int:
-        """Lease a batch into the hand; returns how many requests it added."""
+    def _lease_more(self) -> None:
+        """Lease a batch into the hand. A node holding suspects
+        leases fresh pages only: the others stay queued for other nodes (suspects.py)."""
         assert self.backend is not None and self.spider is not None
+        fresh_only = bool(self.book.suspects) or self.suspects.trying is not None
         try:
-            leased = self.backend.lease(self.node, self.config.lease_batch, self.config.lease_seconds)
+            leased = self.backend.lease(self.node, self.config.lease_batch, self.config.lease_seconds, fresh_only)
         except Exception as exc:  # the backend's client raises its own error types
             self.backend_error(exc)
-            return 0
-        in_hand = len(self.book.in_hand)
+            return
         self.inc("leased", len(leased))
         busy = [entry for entry in leased if entry.id in self.book or entry.id in self.outcomes]
         if busy:  # an older lease of the same id is still in this process (the store lost or expired it):
@@ -274,7 +274,6 @@ class FrontierScheduler:
             if entry.lost:
                 self.book.suspects.add(entry.id)  # held when a node died: tried alone (suspects.py)
         self.upkeep.publish_leases()
-        return len(self.book.in_hand) - in_hand
 
     def _give_back(self, entries: list[Leased]) -> None:
         assert self.backend is not None

@@ -187,7 +187,7 @@ class SqliteFrontier(FrontierBackend):
         self._add(db, "queued", retried)
         return failed + retried
 
-    def lease(self, node: str, count: int, lease_seconds: float) -> list[Leased]:
+    def lease(self, node: str, count: int, lease_seconds: float, fresh_only: bool = False) -> list[Leased]:
         now = self.now()
         with self._tx() as db:
             # waiting rows whose time has come take their place in line; a recheck is no longer done
@@ -200,7 +200,7 @@ class SqliteFrontier(FrontierBackend):
             rows = db.execute(
                 "UPDATE queue SET owner = ?, expires = ?, attempts = attempts + 1 WHERE id IN ("
                 " SELECT id FROM queue INDEXED BY queue_ready WHERE owner IS NULL AND scheduled = 0"
-                " ORDER BY priority DESC, id LIMIT ?)"
+                f"{' AND lost = 0' if fresh_only else ''} ORDER BY priority DESC, id LIMIT ?)"
                 " RETURNING id, payload, attempts, priority, history, state, lost",
                 (node, now + lease_seconds, count)).fetchall()
             self._add(db, "queued", -len(rows))

@@ -14,8 +14,9 @@ items stored (or it failed, or was replaced by a retry or a redirect), then the 
 ack, made at once. A death anywhere in that window is the page's doing: it may kill its process
 while parsed or while its items are stored. A try also ends when the page is out of the engine
 without an outcome (its lease taken back by the store, the engine lost it). Fresh pages go on beside
-the one tried at full concurrency (the hand leases past the suspects held back); suspects wait for
-each other (docs/concepts/frontier.md says what this costs).
+the one tried at full concurrency: a node holding suspects leases fresh pages only, so it holds one
+lease batch of suspects at most and the others stay queued for other nodes to try beside it;
+suspects wait for each other on one node (docs/concepts/frontier.md says what this costs).
 """
 
 from __future__ import annotations

@@ -58,6 +58,13 @@ def test_frontier_capacity_prints_both_stores_and_one_redis_ceiling() -> None:
     assert "one Redis's measured ceiling:" in out, out
 
 
+def test_suspects_lease_skips_the_suspects_only_when_asked_for_fresh_pages_on_both_stores() -> None:
+    out = bench("suspects_lease.py", "--suspects", "20", "--queued", "60", "--rounds", "2")
+    for store in ("embedded", "Redis"):
+        line = next(line for line in out.splitlines() if line.startswith(store))
+        assert re.search(r"\(32 suspects leased\)\s+[\d.]+ \(0 suspects leased\)", line), out
+
+
 def test_a_user_error_is_one_line_and_a_failure() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--modes", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)

@@ -324,6 +324,22 @@ def test_a_death_counts_against_the_page_tried_alone_not_the_others_held(backend
     assert backend.verify() == []
 
 
+def test_a_lease_of_fresh_pages_only_leaves_the_suspects_queued_in_their_place(backend: FrontierBackend) -> None:
+    """A node trying a suspect asks for fresh pages only (``fresh_only``): the suspects ahead of them
+    in the queue (here more than one page of the Redis script's scan) stay there, in their order, for
+    a lease that takes them (this node's next, or another node's)."""
+    urls = [f"p{n}" for n in range(260)]
+    backend.commit([entry(u) for u in urls], [], [])
+    for _ in range(4):
+        backend.lease("n1", 64, 60)
+    assert backend.reclaim_node("n1") == 256  # p0..p255: suspects, ahead of p256..p259
+    assert [x.payload for x in backend.lease("n2", 3, 60, fresh_only=True)] == urls[256:259]
+    assert [(x.payload, x.lost) for x in backend.lease("n2", 3, 60, fresh_only=True)] == [(urls[259], 0)]
+    assert backend.lease("n2", 3, 60, fresh_only=True) == []
+    assert [(x.payload, x.lost) for x in backend.lease("n3", 3, 60)] == [(u, 1) for u in urls[:3]]
+    assert backend.counts().queued == 253 and backend.verify() == []
+
+
 def test_reconcile_releases_what_the_process_does_not_hold_and_names_what_the_store_lost(
     backend: FrontierBackend,
 ) -> None:

@@ -124,14 +124,15 @@ class FrontierMachine(RuleBasedStateMachine):
         self._commit(self._make(specs))
 
     @precondition(lambda self: self._in(QUEUED) or any(i.due for i in self._in(WAITING, SCHEDULED)))
-    @rule(node=st.sampled_from(NODES), count=st.integers(1, 3), short=st.booleans())
-    def lease(self, node: str, count: int, short: bool) -> None:
+    @rule(node=st.sampled_from(NODES), count=st.integers(1, 3), short=st.booleans(), fresh=st.booleans())
+    def lease(self, node: str, count: int, short: bool, fresh: bool) -> None:
         for item in self._in(WAITING, SCHEDULED):
             if item.due:  # a lease first queues what has come due (a due recheck is no longer done)
                 item.state, item.due = QUEUED, False
-        ready = sorted(self._in(QUEUED), key=lambda i: (-i.priority, i.id))[:count]
-        got = self.backend.lease(node, count, SHORT if short else LONG)
-        assert [x.id for x in got] == [i.id for i in ready], "priority first, then FIFO"
+        queued = [i for i in self._in(QUEUED) if not (fresh and i.lost)]  # fresh only: suspects stay queued
+        ready = sorted(queued, key=lambda i: (-i.priority, i.id))[:count]
+        got = self.backend.lease(node, count, SHORT if short else LONG, fresh_only=fresh)
+        assert [x.id for x in got] == [i.id for i in ready], "priority first, then FIFO (fresh only: no suspect)"
         expires_by = time.time() + SHORT if short else None
         for item, leased in zip(ready, got):
             self._check_leased(item, leased)

@@ -29,6 +29,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.task import Clock
 
 from recordhound import settings as project_settings
+from recordhound.frontier.backend import LEASED, QUEUED
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.registry import FRONTIER_ID, STAT
 from recordhound.frontier.retry import TAKEN_BACK, Problem
@@ -279,6 +280,13 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert len(tried) <= 1, f"suspects tried together: {tried}"
 
     @invariant()
+    def a_node_holds_one_lease_batch_of_suspects_at_most(self) -> None:
+        """A node holding suspects leases fresh pages only: the other suspects stay queued for
+        other nodes, not gathered in one hand (tried one at a time there)."""
+        s = self.scheduler
+        assert len(s.book.suspects) <= s.config.lease_batch, sorted(s.book.suspects)
+
+    @invariant()
     def the_store_holds_what_the_process_holds(self) -> None:
         s = self.scheduler
         assert s.phase == "open" and not self.crawler.stats.get_value(STAT + "tick_errors")
@@ -430,6 +438,29 @@ def test_a_suspect_whose_lease_the_store_took_back_is_tried_until_its_page_leave
         request = s.next_request()
         assert request is not None and s.backend.states()[request.meta[FRONTIER_ID]].lost >= 1
         m.handed[request.meta[FRONTIER_ID]] = request.url
+    finally:
+        m.teardown()
+
+
+@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
+def test_a_node_trying_a_suspect_leases_fresh_pages_only_the_other_suspects_stay_queued(
+        machine: type[SchedulerMachine]) -> None:
+    """A node died holding 12 pages (4 lease batches): the next node takes one batch of them, tries
+    one, and leases only fresh pages beside it; the other suspects stay queued, for another node."""
+    m = machine()
+    try:
+        urls = _killed_holding(m, pages=24, handed=12)
+        s = m.scheduler
+        while (request := s.next_request()) is not None:
+            m.handed[request.meta[FRONTIER_ID]] = request.url
+        states = s.backend.states()
+        suspects = {i for i, state in states.items() if state.lost >= 1}
+        assert len(suspects) == 12
+        held = {i for i in suspects if states[i].state == LEASED}
+        assert len(held) == s.config.lease_batch, f"{len(held)} suspects in one hand"
+        assert all(states[i].state == QUEUED for i in suspects - held)
+        fresh = sorted(url for i, url in m.handed.items() if i not in suspects)
+        assert fresh == sorted(urls[12:]), "every fresh page is handed out beside the suspect tried"
     finally:
         m.teardown()
 

@@ -48,6 +48,7 @@ def _hot_path(frontier: SqliteFrontier) -> list[str]:
     frontier.commit(entries, leases[:8], [Failure(leases[8], "timeout", retry_in=0.0),
                                           Failure(leases[9], "gone")])
     frontier.lease("node-1", 16, 60.0)  # takes the due retry back into line first
+    frontier.lease("node-1", 16, 60.0, fresh_only=True)  # a node trying a suspect
     frontier.reclaim_expired()
     frontier.reclaim_node("node-2")
     frontier.release(leases[10:])
