@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import time
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from recordhound.frontier.registry import FRONTIER_ID, STAT
 from recordhound.frontier.retry import TAKEN_BACK, Problem
 from recordhound.frontier.scheduler import FrontierScheduler
 from recordhound.pause import pauses
+from tests.faultproxy import FaultProxy
 from tests.services import redis_url, unique_prefix
 
 URLS = [f"https://shop.test/p/{i}" for i in range(12)]  # few: duplicates are common
@@ -463,6 +465,48 @@ def test_a_node_trying_a_suspect_leases_fresh_pages_only_the_other_suspects_stay
         assert fresh == sorted(urls[12:]), "every fresh page is handed out beside the suspect tried"
     finally:
         m.teardown()
+
+
+def test_a_frontier_outage_while_a_suspects_outcome_is_decided_keeps_its_try_until_the_outcome_is_written() -> None:
+    """Redis is cut (through a proxy) as the outcome of the suspect tried is decided: the write that
+    ends the try fails, so the try stays open (a death now may still be the page's: its outcome is
+    not in the store) and no other suspect is handed out; when Redis is back, the tick writes the
+    outcome, the try ends, and the next suspect is handed out. The page is done, charged nothing."""
+    real = redis_url()
+    with FaultProxy(int(real.rsplit(":", 1)[1].split("/")[0])) as proxy:
+        proxied = proxy.url(db=int(real.rsplit("/", 1)[1] or 0))
+
+        class ProxiedMachine(RedisSchedulerMachine):
+            def store_settings(self) -> dict[str, Any]:
+                return {**super().store_settings(), "RECORDHOUND_REDIS_URL": proxied}
+
+        m = ProxiedMachine()
+        try:
+            _killed_holding(m, pages=9, handed=3)
+            s = m.scheduler
+            while (request := s.next_request()) is not None:
+                m.handed[request.meta[FRONTIER_ID]] = request.url
+            (tried_id,) = [i for i in m.handed if s.backend.states()[i].lost >= 1]
+            proxy.cut(2.0)
+            s.outcomes.response_received(tried_id)
+            s.outcomes.output_finished(tried_id)  # decided: written at once, or so it is tried
+            m.done.append(m.handed.pop(tried_id))
+            assert s.outage.down and s.suspects.trying is not None and s.buffer.leases(), \
+                "the try ended though its outcome is not in the store"
+            assert s.next_request() is None
+            proxy.wait_healed()
+            deadline = time.monotonic() + 30
+            while s.outage.down and time.monotonic() < deadline:
+                time.sleep(0.1)
+                s.upkeep.tick()
+            assert not s.outage.down and s.suspects.trying is None and not s.buffer.leases()
+            states = s.backend.states()
+            assert tried_id not in states or states[tried_id].state not in (QUEUED, LEASED), states.get(tried_id)
+            request = s.next_request()
+            assert request is not None and states[request.meta[FRONTIER_ID]].lost == 1, "the next suspect"
+            m.handed[request.meta[FRONTIER_ID]] = request.url
+        finally:
+            m.teardown()
 
 
 MAX_EXAMPLES = {SchedulerMachine: 60, RedisSchedulerMachine: 30}
