@@ -238,15 +238,18 @@ class FrontierScheduler:
     # --- leasing ----------------------------------------------------------------------
 
     def _lease_more(self) -> None:
-        """Lease a batch into the hand. A node holding suspects
-        leases fresh pages only: the others stay queued for other nodes (suspects.py)."""
+        """Lease a batch into the hand. A node holding suspects leases fresh pages only (the others
+        stay queued for other nodes), and not again at once when that found too few (suspects.py)."""
         assert self.backend is not None and self.spider is not None
-        fresh_only = bool(self.book.suspects) or self.suspects.trying is not None
+        if (fresh_only := self.suspects.fresh_only()) is None:
+            return
         try:
             leased = self.backend.lease(self.node, self.config.lease_batch, self.config.lease_seconds, fresh_only)
         except Exception as exc:  # the backend's client raises its own error types
             self.backend_error(exc)
             return
+        if fresh_only:
+            self.suspects.leased_fresh(short=len(leased) < self.config.lease_batch)
         self.inc("leased", len(leased))
         busy = [entry for entry in leased if entry.id in self.book or entry.id in self.outcomes]
         if busy:  # an older lease of the same id is still in this process (the store lost or expired it):
@@ -362,6 +365,8 @@ class FrontierScheduler:
 
     def _written(self, flushed: Flushed) -> None:
         committed = flushed.committed
+        if committed.queued or flushed.retried:
+            self.suspects.queued()
         self.inc("queued", committed.queued)
         self.inc("duplicates", flushed.queued_offered - committed.queued)
         self.inc("acked", flushed.acked)

@@ -22,6 +22,7 @@ suspects wait for each other on one node (docs/concepts/frontier.md says what th
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from recordhound import signals
@@ -35,12 +36,29 @@ if TYPE_CHECKING:
     from recordhound.frontier.scheduler import FrontierScheduler
 
 logger = logging.getLogger(__name__)
+FRESH_RESCAN_SECONDS = 1.0  # a fresh-only lease found none: read past the suspects again this much later
 
 
 class Suspects:
     def __init__(self, scheduler: FrontierScheduler) -> None:
         self.s = scheduler
         self.trying: Lease | None = None
+        self._rescan_at = 0.0  # a fresh-only lease came back short: not again before then (monotonic)
+
+    def fresh_only(self) -> bool | None:
+        """How this node leases: fresh pages only while it holds suspects (the others stay queued for
+        other nodes); None: not at all now (a fresh-only lease just came back short: the queue ahead
+        is suspects, read past again after ``FRESH_RESCAN_SECONDS`` or once this node queued pages)."""
+        if not self.s.book.suspects and self.trying is None:
+            return False
+        return None if time.monotonic() < self._rescan_at else True
+
+    def leased_fresh(self, short: bool) -> None:
+        self._rescan_at = time.monotonic() + FRESH_RESCAN_SECONDS if short else 0.0
+
+    def queued(self) -> None:
+        """This node put pages in the queue (new, retried, given back): a fresh-only lease may find them."""
+        self._rescan_at = 0.0
 
     def held_back(self) -> set[int]:
         """The requests in hand the gate must not hand out now: every suspect while one is tried."""

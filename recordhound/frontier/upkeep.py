@@ -220,6 +220,7 @@ class Upkeep:
                         ", ".join(sorted(pauses(s.crawler).reasons)) or "by hand", released, STAT)
         s.inc("released", released)
         s.inc("released_while_paused", released)
+        s.suspects.queued()
 
     def _fail_orphans(self) -> None:
         """Handed-out requests the engine finished without a callback or errback (an

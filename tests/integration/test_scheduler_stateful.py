@@ -35,6 +35,7 @@ from recordhound.frontier.factory import make_backend
 from recordhound.frontier.registry import FRONTIER_ID, STAT
 from recordhound.frontier.retry import TAKEN_BACK, Problem
 from recordhound.frontier.scheduler import FrontierScheduler
+from recordhound.frontier.suspects import FRESH_RESCAN_SECONDS
 from recordhound.pause import pauses
 from tests.faultproxy import FaultProxy
 from tests.services import redis_url, unique_prefix
@@ -463,6 +464,41 @@ def test_a_node_trying_a_suspect_leases_fresh_pages_only_the_other_suspects_stay
         assert all(states[i].state == QUEUED for i in suspects - held)
         fresh = sorted(url for i, url in m.handed.items() if i not in suspects)
         assert fresh == sorted(urls[12:]), "every fresh page is handed out beside the suspect tried"
+    finally:
+        m.teardown()
+
+
+@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
+def test_a_node_trying_a_suspect_with_only_suspects_queued_does_not_read_past_them_at_every_ask(
+        machine: type[SchedulerMachine]) -> None:
+    """Every page queued is a suspect: a fresh-only lease reads past all of them and finds nothing.
+    The node does not read past them again at each engine ask and tick (the tick wakes a starved
+    engine while anything is queued) until it queued a new page itself or a second has passed."""
+    m = machine()
+    try:
+        _killed_holding(m, pages=12, handed=12)
+        s = m.scheduler
+        leases: list[tuple[bool, int]] = []  # (fresh only, how many) of each lease the store was asked for
+        real_lease = s.backend.lease
+
+        def lease(node: str, count: int, seconds: float, fresh_only: bool = False) -> list[Any]:
+            leased = real_lease(node, count, seconds, fresh_only)
+            leases.append((fresh_only, len(leased)))
+            return leased
+        s.backend.lease = lease  # type: ignore[method-assign]  # counted, the real store still answers
+        while (request := s.next_request()) is not None:
+            m.handed[request.meta[FRONTIER_ID]] = request.url
+        for _ in range(10):
+            s.upkeep.tick()
+            assert s.next_request() is None
+        assert leases == [(False, s.config.lease_batch), (True, 0)], leases
+        time.sleep(FRESH_RESCAN_SECONDS)
+        assert s.next_request() is None and leases[2:] == [(True, 0)], leases  # another node may have queued some
+        s.enqueue_request(Request("https://fresh.test/new"))
+        m.found.add("https://fresh.test/new")
+        request = s.next_request()
+        assert request is not None and request.url == "https://fresh.test/new", leases
+        m.handed[request.meta[FRONTIER_ID]] = request.url
     finally:
         m.teardown()
 
