@@ -191,7 +191,8 @@ class FrontierScheduler:
                 self.flush_safely()  # the engine is idle for want of what sits in our buffer
             self._lease_more()
         request = self._take_allowed()
-        if request is None and (waiting := self._may_take()) and self.upkeep.may_lease_extra(waiting):
+        if (request is None and (waiting := self._may_take()) and self.suspects.fresh_only() is not None
+                and self.upkeep.may_lease_extra(waiting)):
             self._lease_more()  # every request in hand waits for its host: look for other hosts' work
             request = self._take_allowed()
         if request is None:

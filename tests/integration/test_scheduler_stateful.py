@@ -35,7 +35,12 @@ from recordhound.frontier.factory import make_backend
 from recordhound.frontier.registry import FRONTIER_ID, STAT
 from recordhound.frontier.retry import TAKEN_BACK, Problem
 from recordhound.frontier.scheduler import FrontierScheduler
+from recordhound.frontier import serialize
+from recordhound.frontier import suspects as suspects_module
+from recordhound.frontier import upkeep as upkeep_module
+from recordhound.frontier.backend import Entry
 from recordhound.frontier.suspects import FRESH_RESCAN_SECONDS
+from recordhound.frontier.upkeep import EXTRA_LEASE_SECONDS
 from recordhound.pause import pauses
 from tests.faultproxy import FaultProxy
 from tests.services import redis_url, unique_prefix
@@ -468,12 +473,28 @@ def test_a_node_trying_a_suspect_leases_fresh_pages_only_the_other_suspects_stay
         m.teardown()
 
 
+class _Clock:
+    """``time`` as upkeep.py and suspects.py see it, with a monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
 @pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
 def test_a_node_trying_a_suspect_with_only_suspects_queued_does_not_read_past_them_at_every_ask(
-        machine: type[SchedulerMachine]) -> None:
+        machine: type[SchedulerMachine], monkeypatch: pytest.MonkeyPatch) -> None:
     """Every page queued is a suspect: a fresh-only lease reads past all of them and finds nothing.
     The node does not read past them again at each engine ask and tick (the tick wakes a starved
     engine while anything is queued) until it queued a new page itself or a second has passed."""
+    clock = _Clock()  # moved by the test only: the asks and ticks take no time
+    monkeypatch.setattr(upkeep_module, "time", clock)
+    monkeypatch.setattr(suspects_module, "time", clock)
     m = machine()
     try:
         _killed_holding(m, pages=12, handed=12)
@@ -492,12 +513,62 @@ def test_a_node_trying_a_suspect_with_only_suspects_queued_does_not_read_past_th
             s.upkeep.tick()
             assert s.next_request() is None
         assert leases == [(False, s.config.lease_batch), (True, 0)], leases
-        time.sleep(FRESH_RESCAN_SECONDS)
+        clock.now += FRESH_RESCAN_SECONDS
         assert s.next_request() is None and leases[2:] == [(True, 0)], leases  # another node may have queued some
         s.enqueue_request(Request("https://fresh.test/new"))
         m.found.add("https://fresh.test/new")
         request = s.next_request()
         assert request is not None and request.url == "https://fresh.test/new", leases
+        m.handed[request.meta[FRONTIER_ID]] = request.url
+    finally:
+        m.teardown()
+
+
+@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
+def test_a_node_trying_a_suspect_with_a_request_waiting_for_its_host_leases_fresh_pages_once_a_second(
+        machine: type[SchedulerMachine], monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a suspect is tried and a fresh page waits in hand for its host (one request per host),
+    the node looks for other work once a second (the extra lease); when that finds none, an ask in
+    the second after does not use up the next extra lease for nothing: a page another node queues is
+    handed out as soon as both allow it (review: it waited up to 2 s)."""
+    clock = _Clock()
+    monkeypatch.setattr(upkeep_module, "time", clock)
+    monkeypatch.setattr(suspects_module, "time", clock)
+
+    class OneAtATimePerHost(machine):  # type: ignore[valid-type, misc]
+        def store_settings(self) -> dict[str, Any]:
+            return {**super().store_settings(), "RECORDHOUND_POLITENESS_CONCURRENCY": 1}
+
+    m = OneAtATimePerHost()
+    try:
+        _killed_holding(m, pages=12, handed=12)
+        s = m.scheduler
+        real_lease = s.backend.lease
+
+        def lease(node: str, count: int, seconds: float, fresh_only: bool = False) -> list[Any]:
+            clock.now += 0.01  # a lease takes a moment (the rescan is counted from its end)
+            return real_lease(node, count, seconds, fresh_only)
+        s.backend.lease = lease  # type: ignore[method-assign]  # the real store answers
+        while (request := s.next_request()) is not None:
+            m.handed[request.meta[FRONTIER_ID]] = request.url  # a suspect tried
+        for url in ("https://busy.test/a", "https://busy.test/b"):
+            s.enqueue_request(Request(url))
+            m.found.add(url)
+        while (request := s.next_request()) is not None:
+            m.handed[request.meta[FRONTIER_ID]] = request.url  # busy.test/a; busy.test/b waits for its host
+        assert sorted(m.handed.values())[0] == "https://busy.test/a" and len(s.book.in_hand) - len(s.book.suspects) == 1
+        clock.now += FRESH_RESCAN_SECONDS
+        assert s.next_request() is None  # the extra lease: nothing fresh
+        clock.now += EXTRA_LEASE_SECONDS - 0.005  # the next extra lease may run; the rescan after a short one not yet
+        assert s.next_request() is None
+        other = make_backend(s.config, PauseSpider.name, timeout=5.0)
+        other.open()
+        other.commit([Entry(None, 0, serialize.dumps(Request("https://other.test/new"), m.crawler.spider))], [], [])
+        other.close()
+        m.found.add("https://other.test/new")
+        clock.now += 0.02  # both allow a lease now
+        request = s.next_request()
+        assert request is not None and request.url == "https://other.test/new"
         m.handed[request.meta[FRONTIER_ID]] = request.url
     finally:
         m.teardown()
