@@ -147,15 +147,19 @@ class FrontierScheduler:
             self.inc("stale_replacements")
             self.outcomes.replaced(replacing)  # nothing to write: the book no longer holds it
             return False
+        if replacing is not None and _redirect_loop(request):
+            # the hop back into its own chain is not work (were its URL unseen, after the store came
+            # back from an older snapshot, it would loop once more and fail a second time)
+            chain = " → ".join([*request.meta["redirect_urls"], request.url])
+            self.outcomes.failed(replacing, f"redirect_loop: {chain}")
+            if child_of is not None:
+                self.outcomes.child_enqueued(child_of)  # settled, as a duplicate is
+            return False
         entry = self._buffer(request, start=parent is None and child_of is None)
         if replacing is not None:
             # a retry or redirect stands for its parent now (even when it is a duplicate);
             # the parent's ack is written after the buffer that holds its replacement
-            if _redirect_loop(request):
-                chain = " → ".join([*request.meta["redirect_urls"], request.url])
-                self.outcomes.failed(replacing, f"redirect_loop: {chain}")
-            else:
-                self.outcomes.replaced(replacing)
+            self.outcomes.replaced(replacing)
         if child_of is not None:
             if entry is not None and entry.fingerprint is not None and (held := self.book.get(child_of)):
                 held.children.append(entry)  # sent again if the store loses it before the parent's ack

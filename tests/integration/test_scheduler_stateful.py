@@ -473,6 +473,35 @@ def test_a_node_trying_a_suspect_leases_fresh_pages_only_the_other_suspects_stay
         m.teardown()
 
 
+@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
+def test_a_redirect_back_into_its_own_chain_fails_the_page_and_queues_nothing_even_when_unseen(
+        machine: type[SchedulerMachine]) -> None:
+    """loop-b redirects back to loop-a, the first URL of its chain: the page fails (redirect_loop)
+    and the hop back is not queued. Normally loop-a is seen anyway; after the store came back from an
+    older snapshot it may not be, and the hop was queued as new work: a second dead letter for the
+    same loop (CI: test_redis_restored_from_a_snapshot_one_second_old..., before_seeding)."""
+    m = machine()
+    try:
+        s = m.scheduler
+        loop_a, loop_b = "https://shop.test/loop-a", "https://shop.test/loop-b"
+        assert s.claim_start() == "claimed"
+        s.enqueue_request(Request(loop_b, meta={"redirect_urls": [loop_a]}))  # queued as loop-a's redirect
+        s.start_finished()
+        request = s.next_request()
+        assert request is not None and request.url == loop_b
+        frontier_id = request.meta[FRONTIER_ID]
+        hop = Request(loop_a, meta={FRONTIER_ID: frontier_id, "redirect_urls": [loop_a, loop_b]})
+        assert s.enqueue_request(hop) is False
+        assert s.flush_safely()
+        counts = s.backend.counts()
+        assert (counts.queued, counts.failed) == (0, 1), counts
+        assert [reason.split(":")[0] for _, reason in s.backend.failures()] == ["redirect_loop"]
+        m.found.add(loop_b)
+        m.failed.append(loop_b)
+    finally:
+        m.teardown()
+
+
 class _Clock:
     """``time`` as upkeep.py and suspects.py see it, with a monotonic clock the test moves."""
 
