@@ -30,15 +30,14 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.task import Clock
 
 from recordhound import settings as project_settings
-from recordhound.frontier.backend import LEASED, QUEUED
+from recordhound.frontier import serialize
+from recordhound.frontier import suspects as suspects_module
+from recordhound.frontier import upkeep as upkeep_module
+from recordhound.frontier.backend import LEASED, QUEUED, Entry
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.registry import FRONTIER_ID, STAT
 from recordhound.frontier.retry import TAKEN_BACK, Problem
 from recordhound.frontier.scheduler import FrontierScheduler
-from recordhound.frontier import serialize
-from recordhound.frontier import suspects as suspects_module
-from recordhound.frontier import upkeep as upkeep_module
-from recordhound.frontier.backend import Entry
 from recordhound.frontier.suspects import FRESH_RESCAN_SECONDS
 from recordhound.frontier.upkeep import EXTRA_LEASE_SECONDS
 from recordhound.pause import pauses
