@@ -45,6 +45,10 @@ def _exit_with_parent(parent_pid: int) -> None:
     os._exit(0)  # its batch was not acked; the crawl re-fetches those pages
 
 
+def ready() -> None:
+    """Nothing: submitted to start the writer (``init``) before the first batch."""
+
+
 def write(source_id: int, items: list[Release]) -> BatchResult:
     assert _writer is not None, "worker.init() was not called in this process"
     if _delay_per_item:

@@ -14,7 +14,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
@@ -84,6 +84,9 @@ class StorePipeline:
             logger.info("This node did not join the crawl: the product store is not opened")
             return  # the crawl closes at once; the source's status is the other nodes'
         profile = self.crawler.spider.profile  # type: ignore[union-attr]  # open: the catalog spider, with its profile
+        self.trusted = profile.trusted or self.review.trust_new_entities
+        self.executor = self._executor()
+        _start_writer(self.executor)  # it reads no table before its first batch
         self.engine = make_engine(self.config.database_url)
         if self.config.auto_upgrade:
             await asyncio.to_thread(upgrade, self.engine)
@@ -92,8 +95,6 @@ class StorePipeline:
         await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
             "status": "in_progress", "started_at": _now_iso(), "error_message": None})
         await asyncio.to_thread(record_sample, self.engine, self.source_id, {})
-        self.trusted = profile.trusted or self.review.trust_new_entities
-        self.executor = self._executor()
         pause = pauses(self.crawler)
         self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
                                self._written, is_transient, lambda: pause.hold("product store"),
@@ -297,6 +298,19 @@ def _now_iso() -> str:
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.warning("Could not record the crawl's progress: %s", task.exception())
+
+
+def _start_writer(executor: Executor) -> None:
+    """Start the writer now, not at the first batch: its process imports while the store checks the
+    schema and the crawl fetches its first pages, so neither the first batch nor a short crawl's
+    close waits for it (``bench/startup.py``).
+    A writer that cannot start breaks the executor; the first write says so and starts another."""
+    executor.submit(worker.ready).add_done_callback(_start_failed)
+
+
+def _start_failed(started: Future[None]) -> None:
+    if not started.cancelled() and started.exception() is not None:
+        logger.debug("The database writer did not start: %s", started.exception())
 
 
 def _writer_executor(config: StoreConfig, review: ReviewConfig, trusted: bool) -> Executor:

@@ -69,3 +69,11 @@ def test_a_user_error_is_one_line_and_a_failure() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--modes", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and done.stderr.strip().count("\n") == 0 and "accepted:" in done.stderr
+
+
+def test_startup_runs_stock_and_both_nodes_to_their_page_count() -> None:
+    out = bench("startup.py", "--rounds", "1", "--pages", "5", "--releases", "20")
+    for mode in ("stock Scrapy", "node, store off", "node, store on (SQLite)"):
+        line = next(line for line in out.splitlines() if line.startswith(mode))
+        cells = re.split(r"\s{2,}", line.strip())
+        assert int(cells[1]) >= 5 and float(cells[2]) > 0, out  # CLOSESPIDER_PAGECOUNT=5 reached

@@ -1,0 +1,98 @@
+"""The store's writer process starts when the store opens, not at the first batch: it imports and
+connects while the crawl fetches its first pages (a node's start-up, docs/benchmarks.md). A writer
+that cannot start fails no item: the first write starts another (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import time
+from types import SimpleNamespace
+
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+from sqlalchemy import text
+
+from recordhound.config import ReviewConfig, StoreConfig
+from recordhound.db.engine import make_engine
+from recordhound.items import Offer, Release
+from recordhound.pipelines.store import StorePipeline
+from recordhound.sources import load_profile
+
+
+def _store(database_url: str, tmp: str) -> StorePipeline:
+    settings = Settings()
+    settings.setmodule("recordhound.settings")
+    settings.setdict({"RECORDHOUND_DATABASE_URL": database_url, "RECORDHOUND_REVIEW_PATH": f"{tmp}/review.sqlite3",
+                      "RECORDHOUND_TRUST_NEW_ENTITIES": True})
+    crawler = get_crawler()
+    crawler.engine = SimpleNamespace(paused=False, pause=lambda: None, unpause=lambda: None)  # type: ignore[assignment]
+    crawler.spider = SimpleNamespace(profile=load_profile("demo"))  # type: ignore[assignment]
+    return StorePipeline(crawler, StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings))
+
+
+def _children() -> set[int]:
+    return {p.pid for p in multiprocessing.active_children() if p.is_alive() and p.pid is not None}
+
+
+def _release(n: int) -> Release:
+    url = f"http://shop/release/{n}"
+    return Release("demo", url, f"DR-{n}", f"Title {n}", [f"Artist {n}"], "Fold Records", f"FLD-{n:03d}", 2001,
+                   ["House"], offers=[Offer(f"DR-{n}", url, "LP", "new", None, None, None, None)])
+
+
+async def _started_writer(store: StorePipeline) -> int:
+    """The pid of the writer process the store started when it opened (before any item)."""
+    before = _children()  # other tests in this process may have children of their own
+    await store.open_spider()
+    deadline = time.monotonic() + 20
+    while not _children() - before and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    started = _children() - before
+    assert len(started) == 1, started  # no item was given to the store
+    return started.pop()
+
+
+async def _store_three_and_close(store: StorePipeline) -> None:
+    for n in range(3):
+        await store.process_item(_release(n))
+    await store.close_spider()
+    await store._spider_closed("finished")  # what Scrapy's spider_closed signal calls
+
+
+def _stored_offers(database_url: str) -> list[str]:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        found = conn.execute(text("SELECT external_id FROM offers ORDER BY id")).scalars().all()
+    engine.dispose()
+    return list(found)
+
+
+def test_the_writer_process_runs_before_the_first_item(database_url: str, tmp_path) -> None:
+    store = _store(database_url, str(tmp_path))
+
+    async def run() -> int:
+        writer = await _started_writer(store)
+        await _store_three_and_close(store)
+        return writer
+
+    assert asyncio.run(run()) not in _children()  # the store's close ended it
+    assert _stored_offers(database_url) == ["DR-0", "DR-1", "DR-2"]
+
+
+def test_a_writer_killed_before_the_first_item_is_replaced_and_nothing_is_lost(database_url: str, tmp_path) -> None:
+    store = _store(database_url, str(tmp_path))
+
+    async def run() -> tuple[int, set[int]]:
+        writer = await _started_writer(store)
+        before = _children() - {writer}
+        os.kill(writer, signal.SIGKILL)
+        await _store_three_and_close(store)
+        return writer, before
+
+    writer, before = asyncio.run(run())
+    assert store.crawler.stats.get_value("recordhound/store/items") == 3
+    assert writer not in _children() and _children() <= before  # the replacement ended with the store too
+    assert _stored_offers(database_url) == ["DR-0", "DR-1", "DR-2"]
