@@ -217,6 +217,7 @@ class CatalogSpider(scrapy.Spider):
         assert self.crawler is not None
         try:
             value = json.loads(response.text)
+            forget_parsed(response)  # read: the text is not needed while the page's items are stored
             value = value.get(key) if key is not None else value
         except (ValueError, AttributeError) as exc:
             record_error(self.crawler, error, response.url, f"{unreadable}: {exc}")
@@ -249,7 +250,9 @@ class CatalogSpider(scrapy.Spider):
         data = structured_data(response, self.profile)
         for problem in data.problems:  # the selectors and the other syntaxes still have their say
             record_error(self.crawler, "structured_data", response.url, problem)
-        yield extract_release(response, self.profile, data)
+        release = extract_release(response, self.profile, data)
+        forget_parsed(response)  # the page now waits for its item to be stored
+        yield release
 
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on errback failures
@@ -283,6 +286,16 @@ class CatalogSpider(scrapy.Spider):
         record_error(self.crawler, "not_html", response.url, "response is not a text page")
         return False
 
+
+
+def forget_parsed(response: Response) -> None:
+    """Let go of the page's decoded text and parsed tree, which the response caches. A page waits in
+    Scrapy's scraper slot until its items are stored (back-pressure lets a thousand items wait), and
+    its tree is most of what it holds: about 20 KB for the demo shop's 0.7 KB product page, more for a
+    real shop's (docs/benchmarks.md). Whatever asks for them again has them decoded and parsed again."""
+    for cached in ("_cached_selector", "_cached_ubody"):  # Scrapy's TextResponse caches (a test holds the names)
+        if getattr(response, cached, None) is not None:
+            setattr(response, cached, None)
 
 
 def _forbidden_by_robots(failure: Failure) -> bool:
