@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from recordhound.frontier.retry import Problem
 
 logger = logging.getLogger(__name__)
+REDIRECT_CHAIN = ("redirect_urls", "redirect_times", "redirect_ttl", "redirect_reasons")  # Scrapy's RedirectMiddleware
 
 
 class FrontierScheduler:
@@ -276,6 +277,9 @@ class FrontierScheduler:
             held = self.book.get(entry.id)
             assert held is not None
             held.kind = str(request.meta.get(registry.KIND_META) or "")
+            if state:  # a recheck: a fetch of its own, not the end of the redirect chain that first led here
+                for key in REDIRECT_CHAIN:
+                    request.meta.pop(key, None)
             for name, value in recrawl.conditional_headers(state).items():
                 request.headers[name] = value  # a recheck is a conditional request
             self.book.hand(request)
