@@ -7,6 +7,7 @@ GIL: in a thread it slowed Scrapy's own parsing measurably (``bench/crawl_store.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -30,12 +31,13 @@ def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: in
     from recordhound.db.engine import make_engine
 
     global _writer, _delay_per_item
-    _writer = open_writer(make_engine(store.database_url), store, review, trusted)
-    _delay_per_item = store.delay_per_item_seconds
-    if parent_pid is not None:
+    if parent_pid is not None:  # a child process: first the watch, so that no wait below outlives the crawler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the crawler's to act on
         failpoints.kill_with(parent_pid)  # a crash point here takes the whole node down
         threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
                          name="recordhound-parent-watch").start()
+    _writer = open_writer(make_engine(store.database_url), store, review, trusted)
+    _delay_per_item = store.delay_per_item_seconds
 
 
 def _exit_with_parent(parent_pid: int) -> None:

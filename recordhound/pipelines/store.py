@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
-import os
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 
 from recordhound import failpoints, signals
-from recordhound.catalog import worker
 from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.errors import record_error
@@ -31,6 +27,7 @@ from recordhound.frontier.registry import NOT_JOINED_STAT
 from recordhound.items import Release, Unchanged
 from recordhound.pause import pauses
 from recordhound.pipelines.batcher import Backlog, Batcher
+from recordhound.pipelines.writer_process import WriterProcess
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -52,7 +49,7 @@ class StorePipeline:
         self.source_id = 0
         self.batcher: Batcher[Release, BatchResult] | None = None
         self.unchanged: Batcher[Unchanged, int] | None = None  # pages that answered 304 (a batch: how many)
-        self.executor: Executor | None = None
+        self.writer: WriterProcess | None = None
         self._started = self._last_progress = time.monotonic()
         self.paused = PausedTime(crawler.stats, config.max_waiting_items)  # back-pressure's stats
 
@@ -85,8 +82,8 @@ class StorePipeline:
             return  # the crawl closes at once; the source's status is the other nodes'
         profile = self.crawler.spider.profile  # type: ignore[union-attr]  # open: the catalog spider, with its profile
         self.trusted = profile.trusted or self.review.trust_new_entities
-        self.executor = self._executor()
-        _start_writer(self.executor)  # it reads no table before its first batch
+        self.writer = WriterProcess(self.config, self.review, self.trusted)
+        self.writer.start()  # it reads no table before its first batch: it starts while the schema is checked
         self.engine = make_engine(self.config.database_url)
         if self.config.auto_upgrade:
             await asyncio.to_thread(upgrade, self.engine)
@@ -153,18 +150,12 @@ class StorePipeline:
         if self.batcher is not None:
             await self.batcher.close()
         self._record_peak()
-        if self.executor is not None:
-            self.executor.shutdown(wait=True)
+        if self.writer is not None:
+            await self.writer.close()
 
     async def _write(self, items: list[Release]) -> BatchResult:
-        assert self.executor is not None
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self.executor, worker.write, self.source_id, items)
-        except BrokenExecutor:
-            logger.error("The database writer process died; starting a new one")
-            self.executor = self._executor()
-            raise
+        assert self.writer is not None
+        return await self.writer.write(self.source_id, items)
 
     async def _touch(self, items: list[Unchanged]) -> int:
         """A 304 writes nothing but the offers' last_seen (at its resolution), off the reactor."""
@@ -183,9 +174,6 @@ class StorePipeline:
     def _touched(self, pages: int) -> None:
         self.counts["unchanged_pages"] += pages
         self.crawler.stats.inc_value("recordhound/store/unchanged_pages", pages)
-
-    def _executor(self) -> Executor:
-        return _writer_executor(self.config, self.review, self.trusted)
 
     def _written(self, result: BatchResult) -> None:
         self.counts.update(result.counts)
@@ -298,28 +286,4 @@ def _now_iso() -> str:
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.warning("Could not record the crawl's progress: %s", task.exception())
-
-
-def _start_writer(executor: Executor) -> None:
-    """Start the writer now, not at the first batch: its process imports while the store checks the
-    schema and the crawl fetches its first pages, so neither the first batch nor a short crawl's
-    close waits for it (``bench/startup.py``).
-    A writer that cannot start breaks the executor; the first write says so and starts another."""
-    executor.submit(worker.ready).add_done_callback(_start_failed)
-
-
-def _start_failed(started: Future[None]) -> None:
-    if not started.cancelled() and started.exception() is not None:
-        logger.debug("The database writer did not start: %s", started.exception())
-
-
-def _writer_executor(config: StoreConfig, review: ReviewConfig, trusted: bool) -> Executor:
-    """One writer, in a child process (default) or a thread (RECORDHOUND_STORE_WRITER)."""
-    args = (config, review, trusted)
-    if config.writer == "thread":
-        return ThreadPoolExecutor(1, thread_name_prefix="recordhound-store",
-                                  initializer=worker.init, initargs=args)
-    context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(1, mp_context=context, initializer=worker.init,
-                               initargs=(*args, os.getpid()))
 

@@ -34,7 +34,9 @@ class CrawlSetup:
     def env(self) -> dict[str, str]:
         return crawl_env(DATABASE_URL=self.database_url, REDIS_URL=self.redis_url)
 
-    def start(self, *settings: str, name: str = "crawl", failpoints: str = "", trusted: bool = True) -> Crawler:
+    def start(self, *settings: str, name: str = "crawl", failpoints: str = "", trusted: bool = True,
+              session: bool = False) -> Crawler:
+        """``session``: the crawler leads a process group of its own (``Crawler.signal_group``: a terminal's Ctrl-C)."""
         stats = self.workdir / f"{name}-{uuid.uuid4().hex[:6]}.json"
         log = open(self.workdir / f"{name}.log", "a")  # noqa: SIM115 - closed by Crawler.wait
         args = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", "source=demo",
@@ -44,7 +46,7 @@ class CrawlSetup:
         for setting in settings:
             args += ["-s", setting]
         env = {**self.env(), "RECORDHOUND_FAILPOINTS": failpoints}
-        process = subprocess.Popen(args, cwd=self.workdir, env=env, stdout=log, stderr=log)
+        process = subprocess.Popen(args, cwd=self.workdir, env=env, stdout=log, stderr=log, start_new_session=session)
         return Crawler(process, stats, log)
 
     def log(self, name: str) -> str:
@@ -122,6 +124,11 @@ class Crawler:
 
     def signal(self, signum: int) -> None:
         self.process.send_signal(signum)
+
+    def signal_group(self, signum: int) -> None:
+        """To the crawler and its children at once, as a terminal's Ctrl-C (started with ``session``)."""
+        assert os.getpgid(self.process.pid) == self.process.pid, "not started with session=True"
+        os.killpg(self.process.pid, signum)
 
     def frozen(self) -> bool:
         """Stopped by SIGSTOP (a ``stop`` crash point)."""

@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from recordhound.db.engine import make_engine
 from recordhound.db.migrate import current_revision, head_revision, open_database, packaged_head, upgrade
+from tests.services import crawl_env
 
 PROBE = """
 import sys
@@ -22,7 +23,8 @@ print(sorted(name for name in sys.modules if name.split(".")[0] == "alembic"))
 
 
 def _alembic_modules_after_upgrade(database_url: str) -> str:
-    done = subprocess.run([sys.executable, "-c", PROBE, database_url], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", PROBE, database_url], capture_output=True, text=True, timeout=120,
+                          env=crawl_env())  # this checkout's recordhound, whichever the venv points at
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip()
 

@@ -1,6 +1,8 @@
-"""The store's writer process starts when the store opens, not at the first batch: it imports and
-connects while the crawl fetches its first pages (a node's start-up, docs/benchmarks.md). A writer
-that cannot start fails no item: the first write starts another (SQLite and PostgreSQL)."""
+"""The store's writer process starts when the store opens, not at the first batch: it imports while
+the crawl fetches its first pages (a node's start-up, docs/benchmarks.md). A writer killed before its
+first batch loses nothing (the first write starts another); one that never took a batch does not hold
+up the store's close; a terminal's Ctrl-C while it starts is the crawler's to handle. SQLite and
+PostgreSQL product databases."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ import asyncio
 import multiprocessing
 import os
 import signal
+import sqlite3
+import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 from scrapy.settings import Settings
@@ -17,9 +22,12 @@ from sqlalchemy import text
 
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.db.engine import make_engine
+from recordhound.demo.process import ShopProcess
 from recordhound.items import Offer, Release
 from recordhound.pipelines.store import StorePipeline
 from recordhound.sources import load_profile
+from tests.integration.crawlers import CrawlSetup
+from tests.integration.truthcheck import assert_crawl_matches_truth
 
 
 def _store(database_url: str, tmp: str) -> StorePipeline:
@@ -96,3 +104,59 @@ def test_a_writer_killed_before_the_first_item_is_replaced_and_nothing_is_lost(d
     assert store.crawler.stats.get_value("recordhound/store/items") == 3
     assert writer not in _children() and _children() <= before  # the replacement ended with the store too
     assert _stored_offers(database_url) == ["DR-0", "DR-1", "DR-2"]
+
+
+def test_a_close_right_after_open_does_not_wait_for_a_writer_that_took_no_batch(database_url: str, tmp_path) -> None:
+    """A graceful stop (or a crawl with nothing to store) right after the store opened: the writer is
+    still starting, here held at the review queue's file, which another process has locked. The store
+    closes without waiting for it, and the writer is gone (before, close waited for its whole start)."""
+    store = _store(database_url, str(tmp_path))
+    review = sqlite3.connect(tmp_path / "review.sqlite3", isolation_level=None, check_same_thread=False)
+    review.execute("BEGIN EXCLUSIVE")  # the writer's start waits for this file
+    released = threading.Event()
+
+    def release() -> None:
+        released.set()
+        review.execute("ROLLBACK")
+    unlock = threading.Timer(30, release)
+
+    async def run() -> tuple[int, bool]:
+        writer = await _started_writer(store)
+        await store.close_spider()
+        closed_while_locked = not released.is_set()
+        await store._spider_closed("shutdown")
+        return writer, closed_while_locked
+
+    unlock.start()
+    try:
+        writer, closed_while_locked = asyncio.run(run())
+    finally:
+        unlock.cancel()
+        if not released.is_set():
+            release()
+        review.close()
+    assert closed_while_locked, "close waited for the writer's start"
+    assert writer not in _children()
+
+
+def test_ctrl_c_while_the_writer_starts_is_the_crawlers_to_handle(database_url: str, tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the crawler and its writer at once, here while the writer is still
+    importing: the crawler stops gracefully, the writer neither dies with a KeyboardInterrupt nor has
+    to be replaced, and the crawl resumed afterwards matches the shop's truth (SQLite, PostgreSQL)."""
+    with ShopProcess(40, seed=71) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="stopped", session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while "Storing items of source" not in setup.log("stopped"):
+                assert node.process.poll() is None and time.monotonic() < deadline, setup.log("stopped")[-3000:]
+                time.sleep(0.02)
+            node.signal_group(signal.SIGINT)
+            assert node.wait(60) == 0, setup.log("stopped")[-3000:]
+        finally:
+            node.ensure_stopped()
+        log = setup.log("stopped")
+        for sign in ("KeyboardInterrupt", "Traceback", "writer process died", "did not start"):
+            assert sign not in log, log[-3000:]
+        assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())

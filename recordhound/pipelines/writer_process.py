@@ -1,0 +1,94 @@
+"""The store's writer: one child process (``catalog/worker.py``) that writes the batches, or a thread
+with ``RECORDHOUND_STORE_WRITER=thread``.
+
+It is started when the store opens, not at the first batch: its interpreter imports SQLAlchemy and
+the catalog writer while the store checks the schema and the crawl fetches its first pages, so
+neither the first batch nor a short crawl's close waits for it (``bench/startup.py``). A writer that
+never took a batch is stopped at close without waiting for its start (a graceful stop right after
+open, a crawl with nothing to store). The child ignores SIGINT: a terminal's Ctrl-C reaches the
+whole process group, and stopping is the crawler's to decide (it writes what waits, then closes
+the writer). A writer that dies is replaced by the next write, which the batcher retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from recordhound.catalog import worker
+from recordhound.config import ReviewConfig, StoreConfig
+
+if TYPE_CHECKING:
+    from recordhound.catalog.result import BatchResult
+    from recordhound.items import Release
+
+logger = logging.getLogger(__name__)
+
+
+class WriterProcess:
+    def __init__(self, config: StoreConfig, review: ReviewConfig, trusted: bool) -> None:
+        self._args = (config, review, trusted)
+        self._executor: Executor | None = None
+        self._used = False  # a batch was handed to this writer
+
+    def start(self) -> None:
+        config, review, trusted = self._args
+        if config.writer == "thread":
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="recordhound-store",
+                                                initializer=worker.init, initargs=self._args)
+        else:
+            self._executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=worker.init, initargs=(*self._args, os.getpid()))
+        self._used = False
+        executor = self._executor
+        with _sigint_ignored():  # the child is spawned by this submit and keeps SIGINT ignored through exec
+            started = executor.submit(worker.ready)
+        started.add_done_callback(lambda done: self._start_failed(done, executor))
+
+    async def write(self, source_id: int, items: list[Release]) -> BatchResult:
+        assert self._executor is not None, "the writer was not started"
+        self._used = True
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, worker.write, source_id, items)
+        except BrokenExecutor:
+            logger.error("The database writer process died; starting a new one")
+            self.start()
+            raise
+
+    async def close(self) -> None:
+        """Stop the writer: one that took batches finishes what it holds (the batcher waited for them)
+        and exits; one that never did is stopped at once. The reactor runs on meanwhile."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        if not self._used:
+            for process in list((getattr(executor, "_processes", None) or {}).values()):
+                process.terminate()  # still importing, or waiting for a lock at start: nothing of ours in it
+        await asyncio.to_thread(executor.shutdown, True)
+
+    def _start_failed(self, started: Future[None], executor: Executor) -> None:
+        """Say why a writer did not start, unless it was closed or replaced meanwhile (close stops one
+        that is still starting)."""
+        if executor is self._executor and not started.cancelled() and (exc := started.exception()) is not None:
+            logger.warning("The database writer did not start (%s: %s); the first write starts another",
+                           type(exc).__name__, exc)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
