@@ -1,12 +1,12 @@
 """Checks before a crawl starts: the profile loads, the settings parse, Redis and the product
-database answer. Each failure is one :class:`RecordhoundError` naming the setting and what to do,
+database answer, the embedded review queue's file opens. Each failure is one :class:`RecordhoundError` naming the setting and what to do,
 so ``scrapy crawl`` prints one line and exits 1 instead of the engine's tracebacks."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from recordhound.config import FrontierConfig, StoreConfig, follow_enabled, non_negative_float
+from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig, follow_enabled, non_negative_float
 from recordhound.exceptions import RecordhoundError
 from recordhound.sources import load_profile
 
@@ -30,6 +30,7 @@ def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
         _ping_redis(frontier.redis_url)
     if settings.getbool("RECORDHOUND_STORE_ENABLED"):
         _connect_database(StoreConfig.from_settings(settings).database_url)
+        _open_review_file(ReviewConfig.from_settings(settings))
 
 
 def _ping_redis(url: str) -> None:
@@ -68,6 +69,19 @@ def _connect_database(url: str) -> None:
             f"start it, or unset DATABASE_URL to use the SQLite file") from exc
     finally:
         engine.dispose()
+
+
+def _open_review_file(config: ReviewConfig) -> None:
+    """The store's writer opens the review queue when it starts; a file it cannot open would have it
+    fail and be started again for as long as the crawl runs (a Redis queue: Redis was checked above)."""
+    if config.redis_url:
+        return
+    from recordhound.review.docstore import ReviewStoreError, SqliteDocStore
+
+    try:
+        SqliteDocStore(config.path).close()
+    except ReviewStoreError as exc:
+        raise RecordhoundError(f"{exc}; set RECORDHOUND_REVIEW_PATH to a file this process can write") from exc
 
 
 def safe_url(url: str) -> str:

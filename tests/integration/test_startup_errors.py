@@ -1,4 +1,6 @@
-"""A service that is down, or a profile that does not exist, at start-up: one line, exit 1."""
+"""A service that is down, a profile that does not exist, or a review queue file that cannot be
+opened, at start-up: one line, exit 1 (the last: before, the store's writer failed to start and was
+started again for as long as the crawl ran)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ CASES = {
     "postgresql": ({"DATABASE_URL": "postgresql+psycopg://nobody@127.0.0.1:1/catalog"}, "source=demo",
                    "error: cannot reach the product database at DATABASE_URL=postgresql+psycopg://nobody@127.0.0.1:1/catalog"),
     "profile": ({}, "source=no-such-shop", "error: invalid source profile no-such-shop.yaml"),
+    "review file": ({}, "source=demo", "error: cannot open the review queue file /proc/1/no-such-folder/review.sqlite3"),
 }
+SETTINGS = {"review file": ("-s", "RECORDHOUND_REVIEW_PATH=/proc/1/no-such-folder/review.sqlite3")}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -24,7 +28,7 @@ def test_a_start_up_error_is_one_line_and_exit_1(case: str, tmp_path: Path,
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     database = env.get("DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    result = run_crawl(tmp_path, database, "-a", source, timeout=60)
+    result = run_crawl(tmp_path, database, "-a", source, *SETTINGS.get(case, ()), timeout=60)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
