@@ -61,3 +61,31 @@ def test_a_recheck_starts_a_redirect_chain_of_its_own(machine: type[SchedulerMac
         s.policy = dataclasses.replace(s.policy, recrawl=RecrawlSpec())  # the machine's drain ends the crawl
     finally:
         m.teardown()
+
+
+@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
+def test_a_requeued_redirect_loop_keeps_its_chain_and_fails_again_while_the_loop_lasts(
+        machine: type[SchedulerMachine]) -> None:
+    """A dead letter the operator queues again (`recordhound frontier retry`) is the same request: its
+    chain travels with it. Were it handed out without, the hop back (to a URL already seen) would be
+    dropped as a duplicate and the page counted done, the loop no longer shown anywhere."""
+    m = machine()
+    try:
+        s = m.scheduler
+        old, new = CHAIN["redirect_urls"][0], "https://shop.test/release/new-name"
+        assert s.claim_start() == "claimed"
+        s.enqueue_request(Request(new, meta={**CHAIN, KIND_META: "product"}))
+        s.start_finished()
+        for attempt in (1, 2):
+            request = s.next_request()
+            assert request is not None and request.url == new and request.meta["redirect_urls"] == [old]
+            assert s.enqueue_request(_followed(request, old)) is False  # new → old: back into its chain
+            assert s.flush_safely()
+            letters = s.backend.dead_letters()
+            assert [d.reason.split(":")[0] for d in letters] == ["redirect_loop"], (attempt, letters)
+            if attempt == 1:
+                assert s.backend.requeue_failed([letters[0].id]) == 1
+        m.found.add(new)
+        m.failed.append(new)
+    finally:
+        m.teardown()
