@@ -1,6 +1,7 @@
 """Checks before a crawl starts: the profile loads, the settings parse, Redis and the product
-database answer, the embedded review queue's file opens. Each failure is one :class:`RecordhoundError` naming the setting and what to do,
-so ``scrapy crawl`` prints one line and exits 1 instead of the engine's tracebacks."""
+database answer, the embedded review queue's file opens. Each failure is one
+:class:`RecordhoundError` naming the setting and what to do, so ``scrapy crawl`` prints one line and
+exits 1 instead of the engine's tracebacks."""
 
 from __future__ import annotations
 

@@ -286,4 +286,3 @@ def _now_iso() -> str:
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.warning("Could not record the crawl's progress: %s", task.exception())
-
