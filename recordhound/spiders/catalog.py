@@ -287,7 +287,6 @@ class CatalogSpider(scrapy.Spider):
         return False
 
 
-
 def forget_parsed(response: Response) -> None:
     """Let go of the page's decoded text and parsed tree, which the response caches. A page waits in
     Scrapy's scraper slot until its items are stored (back-pressure lets a thousand items wait), and
