@@ -110,6 +110,7 @@ class Bench:
     def __init__(self, releases: int, seed: int = 17, slow_store: str = "", heartbeat_seconds: float = 0.0,
                  settings: tuple[str, ...] = (), shared: tuple[str, ...] = ()) -> None:
         self.releases, self.seed = releases, seed
+        self.sqlite_store = ""  # one SQLite product database for every run with that store ("": a new one each)
         self.settings = settings  # more "-s NAME=VALUE" for the recordhound nodes
         self.shared = shared  # "-s NAME=VALUE" for every run, stock Scrapy's included (the same settings)
         self.heartbeat_seconds = heartbeat_seconds  # print a progress line this often during a run (0: never)
@@ -136,7 +137,7 @@ class Bench:
 
     def run(self, mode: Mode) -> Run:
         if mode.store != "postgresql":
-            return self._run(mode, f"sqlite:///{self.work / f'store-{uuid.uuid4().hex[:8]}.sqlite3'}")
+            return self._run(mode, self.sqlite_store or f"sqlite:///{self.work / f'store-{uuid.uuid4().hex[:8]}.sqlite3'}")
         with PostgresDatabase() as database:
             if not self.slow_store:
                 return self._run(mode, database.url)
