@@ -160,3 +160,25 @@ def test_ctrl_c_while_the_writer_starts_is_the_crawlers_to_handle(database_url: 
             assert sign not in log, log[-3000:]
         assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
         assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_kill_9_while_the_writer_starts_leaves_no_writer_behind_and_loses_nothing(database_url: str,
+                                                                                    tmp_path: Path) -> None:
+    """kill -9 of the crawler just after the store opened, its writer still starting: the writer
+    follows it (it watches its parent before anything else), and the crawl resumed afterwards matches
+    the shop's truth: offers field by field, only the known fault pages failed, ids (and PostgreSQL's
+    sequences) consecutive."""
+    with ShopProcess(40, seed=72) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="killed")
+        try:
+            deadline = time.monotonic() + 120
+            while "Storing items of source" not in setup.log("killed"):
+                assert node.process.poll() is None and time.monotonic() < deadline, setup.log("killed")[-3000:]
+                time.sleep(0.02)
+            assert node.children(), "the writer was started when the store opened"
+            assert node.kill() == [], "a writer outlived its crawler by 10 s"
+        finally:
+            node.ensure_stopped()
+        assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())
