@@ -3,7 +3,6 @@ ports, each with its own --dir, joined by ``redis-cli --cluster create``; stoppe
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -15,20 +14,16 @@ from tests.redisserver import RedisServer
 MASTERS = 3
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class RedisCluster:
     def __init__(self, folder: Path) -> None:
-        # --cluster-port: the bus port (default: port + 10000, past 65535 for a high free port)
         self.servers = [RedisServer(folder / f"node{i}", "--cluster-enabled", "yes", "--cluster-config-file",
-                                    "nodes.conf", "--cluster-node-timeout", "5000", "--cluster-port", str(_free_port()),
-                                    "--save", "", "--appendonly", "no")
+                                    "nodes.conf", "--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no",
+                                    cluster_bus=True)
                         for i in range(MASTERS)]
-        self.url = f"redis+cluster://127.0.0.1:{self.servers[0].port}"
+
+    @property
+    def url(self) -> str:
+        return f"redis+cluster://127.0.0.1:{self.servers[0].port}"
 
     def __enter__(self) -> RedisCluster:
         try:

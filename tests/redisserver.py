@@ -1,4 +1,4 @@
-"""A private redis-server for one test: a free port, its own --dir, started and killed by PID."""
+"""A private redis-server for one test: a free port, its own --dir and log, started and killed by PID."""
 
 from __future__ import annotations
 
@@ -12,31 +12,61 @@ from pathlib import Path
 import redis
 
 
-class RedisServer:
-    """``extra`` options are appended to the command line (``--save ""``, ``--slowlog-...``)."""
+def free_port() -> int:
+    """A port nobody listens on now (someone may take it before we do: ``RedisServer.start`` tries again)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
-    def __init__(self, folder: Path, *extra: str) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
-        self.folder, self.extra = folder, extra
+
+class RedisServer:
+    """``extra`` options are appended to the command line (``--save ""``, ``--slowlog-...``);
+    ``cluster_bus``: the server is a cluster node with a free bus port of its own (``--cluster-port``;
+    the default, port + 10000, is past 65535 for a high free port)."""
+
+    STARTS = 5  # a free port taken by someone else before the server binds it: new ports, again
+
+    def __init__(self, folder: Path, *extra: str, cluster_bus: bool = False) -> None:
+        self.folder, self.extra, self.cluster_bus = folder, extra, cluster_bus
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
+        self.bound = False  # started once: a restart keeps the port (its clients reconnect to it)
+        self._pick_ports()
+
+    def _pick_ports(self) -> None:
+        self.port = free_port()
+        self.bus_port = free_port() if self.cluster_bus else 0
+        self.url = f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        for _ in range(1 if self.bound else self.STARTS):
+            if self._started():
+                self.bound = True
+                return self
+            if self.bound:
+                break
+            (self.folder / "nodes.conf").unlink(missing_ok=True)  # a cluster node's config names its old ports
+            self._pick_ports()
+        raise AssertionError(f"private redis-server on port {self.port} did not start: "
+                             f"{(self.folder / 'redis.log').read_text()[-2000:]}")
+
+    def _started(self) -> bool:
+        """Start the server and wait until it answers; False when it exits first (its log says why)."""
+        bus = ("--cluster-port", str(self.bus_port)) if self.cluster_bus else ()
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--dbfilename", "dump.rdb", "--maxmemory-policy", "noeviction", *self.extra],
+             "--dbfilename", "dump.rdb", "--maxmemory-policy", "noeviction", "--logfile", "redis.log",
+             *bus, *self.extra],
             stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 redis.Redis.from_url(self.url).ping()
-                return self
+                return True
             except (redis.ConnectionError, redis.BusyLoadingError):
                 time.sleep(0.05)
-        raise AssertionError(f"private redis-server on port {self.port} did not start")
+        self.kill()
+        return False
 
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url)
