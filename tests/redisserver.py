@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import redis
 
-
-def free_port() -> int:
-    """A port nobody listens on now (someone may take it before we do: ``RedisServer.start`` tries again)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.ports import free_port
 
 
 class RedisServer:

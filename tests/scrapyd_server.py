@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -13,35 +12,49 @@ from typing import Any
 
 import requests
 
+from tests.ports import free_port
+
 USERNAME, PASSWORD = "recordhound", "test-secret"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 class ScrapydServer:
+    STARTS = 5  # a free port taken by someone else before scrapyd listens: a new port, again
+
     def __init__(self, folder: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.folder, self.url = folder, f"http://127.0.0.1:{self.port}"
+        self.folder = folder
+        self.port, self.url = 0, ""
         self.process: subprocess.Popen[bytes] | None = None
         self._log: Any = None
 
     def start(self) -> ScrapydServer:
+        for _ in range(self.STARTS):
+            if self._started():
+                return self
+        raise AssertionError("scrapyd did not start: " + (self.folder / "scrapyd.log").read_text()[-2000:])
+
+    def _started(self) -> bool:
+        """Start scrapyd on a free port and wait until it answers; False when it exits first."""
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
         config = (PROJECT_ROOT / "scrapyd" / "scrapyd.conf").read_text()
         config = config.replace("http_port         = 6800", f"http_port         = {self.port}")
         config = re.sub(r"(?m)^password\s*=.*$", f"password          = {PASSWORD}", config)
         (self.folder / "scrapyd.conf").write_text(config)
         scrapyd = shutil.which("scrapyd", path=str(Path(sys.executable).parent)) or "scrapyd"
-        self._log = open(self.folder / "scrapyd.log", "w")  # noqa: SIM115 - closed in stop()
+        if self._log is not None:
+            self._log.close()
+        self._log = open(self.folder / "scrapyd.log", "a")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen([scrapyd], cwd=self.folder, stdout=subprocess.DEVNULL, stderr=self._log)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 requests.get(f"{self.url}/daemonstatus.json", timeout=1, auth=(USERNAME, PASSWORD))
-                return self
+                return True
             except requests.ConnectionError:
                 time.sleep(0.1)
-        raise AssertionError("scrapyd did not start: " + (self.folder / "scrapyd.log").read_text()[-2000:])
+        self.stop()
+        return False
 
     def upload_egg(self, version: str) -> None:
         egg = self.folder / "recordhound.egg"

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 from recordhound.demo.process import ShopProcess
 from tests.integration.dbcheck import ProductDb
+from tests.ports import free_port
 from tests.services import run_crawl
 
 QUICK = ("-s", "RECORDHOUND_RETRY_BASE_SECONDS=0.2", "-s", "RECORDHOUND_RETRY_CAP_SECONDS=0.5")
@@ -23,15 +23,9 @@ def _source(database_url: str) -> dict[str, object]:
     return meta if isinstance(meta, dict) else json.loads(meta)  # type: ignore[no-any-return]
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:  # bound and closed again: nothing listens there
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_a_crawl_of_an_unreachable_shop_exits_non_zero_and_marks_the_source_failed(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'product.sqlite3'}"
-    done = run_crawl(tmp_path, database, "-a", "source=demo", "-a", f"base_url=http://127.0.0.1:{_closed_port()}/",
+    done = run_crawl(tmp_path, database, "-a", "source=demo", "-a", f"base_url=http://127.0.0.1:{free_port()}/",
                      *QUICK)
     assert done.returncode == 1, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]

@@ -9,8 +9,6 @@ its own in their place.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +26,7 @@ from recordhound.exceptions import ProfileError
 from recordhound.sources import find_profile, load_profile
 from recordhound.sources.schema import build_profile
 from tests.docs_examples import KNOWN, ROOT, Block, blocks, pages, setting_names, shell_script
+from tests.redisserver import RedisServer
 from tests.services import PostgresDatabase
 
 pytestmark = pytest.mark.integration
@@ -124,31 +123,11 @@ def _environment() -> dict[str, str]:
 @contextmanager
 def _private_redis(folder: Path) -> Iterator[str]:
     """A redis-server of this test's own on a free port (the shared one is never touched)."""
-    server = shutil.which("redis-server")
-    assert server, "redis-server is not installed: apt-get install redis-server"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    data = folder / "redis-data"
-    data.mkdir()
-    process = subprocess.Popen([server, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-                                "--appendonly", "no", "--dir", str(data)], stdout=subprocess.DEVNULL)
+    server = RedisServer(folder / "redis-data", "--save", "", "--appendonly", "no").start()
     try:
-        _wait_for_port(port)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield server.url
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def _wait_for_port(port: int) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    pytest.fail(f"the private redis-server did not listen on port {port} within 10 s")
+        server.stop()
 
 
 def _check_yaml(block: Block) -> None:

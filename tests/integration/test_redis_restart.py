@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from scrapy.settings import Settings
 
@@ -22,49 +19,19 @@ from recordhound.catalog.writer import open_writer
 from recordhound.review.queue import PARKED, ReviewQueue
 from tests.integration.crawlers import CrawlSetup, wait_for_pages
 from tests.integration.truthcheck import assert_crawl_matches_truth, assert_frontier_clean, assert_product_db_matches
+from tests.redisserver import RedisServer
 from tests.services import PostgresDatabase
 
 
-class PrivateRedis:
-    """redis-server on a free port with its own --dir and AOF; stopped by PID."""
-
-    def __init__(self, folder: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.folder = folder
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-             "--maxmemory-policy", "noeviction"], stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                redis.Redis.from_url(self.url).ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError("private redis-server did not start")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()  # SIGTERM: Redis flushes its AOF and exits
-            self.process.wait(30)
-
-
 @pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
-    server = PrivateRedis(tmp_path)
-    server.start()
+def private_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """An AOF-persisted redis-server of this test's own (SIGTERM flushes the AOF; started again on its port)."""
+    server = RedisServer(tmp_path / "redis", "--appendonly", "yes", "--appendfsync", "everysec", "--save", "").start()
     yield server
     server.stop()
 
 
-def test_crawl_survives_a_redis_restart(tmp_path: Path, private_redis: PrivateRedis) -> None:
+def test_crawl_survives_a_redis_restart(tmp_path: Path, private_redis: RedisServer) -> None:
     with ShopProcess(1500, seed=5) as shop, PostgresDatabase() as database:
         setup = CrawlSetup(tmp_path, shop.url, database.url, private_redis.url)
         crawler = setup.start(name="crawl")
@@ -82,7 +49,7 @@ def test_crawl_survives_a_redis_restart(tmp_path: Path, private_redis: PrivateRe
 
 
 def test_an_untrusted_crawl_survives_a_redis_restart_every_item_parked_then_approved(
-    tmp_path: Path, private_redis: PrivateRedis,
+    tmp_path: Path, private_redis: RedisServer,
 ) -> None:
     """The review queue lives in the same Redis: its outage pauses the writer, it loses nothing."""
     with ShopProcess(600, seed=6) as shop, PostgresDatabase() as database:

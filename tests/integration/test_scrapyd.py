@@ -34,6 +34,10 @@ class Deployment:
         (tmp / "scrapyd").mkdir()
         self.env = env
         self.server = ScrapydServer(tmp / "scrapyd")
+
+    def start(self) -> None:
+        """scrapyd on a free port, and the project's deploy target pointing at it."""
+        self.server.start()
         (self.project / "scrapy.cfg").write_text(
             f"[settings]\ndefault = recordhound.settings\n\n[deploy:local]\nurl = {self.server.url}\n"
             f"project = recordhound\nusername = {USERNAME}\npassword = {PASSWORD}\n")
@@ -63,7 +67,7 @@ def deployment(tmp_path: Path) -> Iterator[tuple[Deployment, ShopProcess, str]]:
         os.environ.update(env)  # scrapyd (and so its jobs) inherits these
         try:
             deploy = Deployment(tmp_path, env)
-            deploy.server.start()
+            deploy.start()
             try:
                 done = subprocess.run([str(Path(sys.executable).parent / "scrapyd-deploy"), "local", "-v", "t1"],
                                       cwd=deploy.project, capture_output=True, text=True, timeout=180)
