@@ -18,7 +18,9 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
+import types
 from collections.abc import Iterator
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -49,7 +51,7 @@ class WriterProcess:
                                                  initializer=worker.init, initargs=(*self._args, os.getpid()))
         self._used = False
         executor = self._executor
-        with _sigint_ignored():  # the child is spawned by this submit and keeps SIGINT ignored through exec
+        with _sigint_ignored(), _main_module_hidden():  # the child is spawned by this submit
             started = executor.submit(worker.ready)
         started.add_done_callback(lambda done: self._start_failed(done, executor))
 
@@ -80,6 +82,23 @@ class WriterProcess:
         if executor is self._executor and not started.cancelled() and (exc := started.exception()) is not None:
             logger.warning("The database writer did not start (%s: %s); the first write starts another",
                            type(exc).__name__, exc)
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Spawn the writer without the crawler's ``__main__``. multiprocessing's spawn runs the parent's
+    main module in the child (as ``__mp_main__``): for ``scrapy crawl`` that is the ``scrapy`` console
+    script, which imports Scrapy and Twisted (about 0.3 s of the writer's start, for nothing); for a
+    launcher without a ``__main__`` guard it is a whole second crawl in the writer, which then never
+    writes. Nothing the writer runs or receives lives in ``__main__`` (``catalog/worker.py``, the
+    configs, the items), so the child is spawned while a bare module stands in for it (a few
+    statements on the reactor's thread; the child only reads it when it is spawned)."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 @contextlib.contextmanager

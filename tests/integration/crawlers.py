@@ -35,11 +35,12 @@ class CrawlSetup:
         return crawl_env(DATABASE_URL=self.database_url, REDIS_URL=self.redis_url)
 
     def start(self, *settings: str, name: str = "crawl", failpoints: str = "", trusted: bool = True,
-              session: bool = False) -> Crawler:
-        """``session``: the crawler leads a process group of its own (``Crawler.signal_group``: a terminal's Ctrl-C)."""
+              session: bool = False, program: tuple[str, ...] = (sys.executable, "-m", "scrapy")) -> Crawler:
+        """``session``: the crawler leads a process group of its own (``Crawler.signal_group``: a terminal's Ctrl-C);
+        ``program``: what runs ``crawl catalog ...`` (``python -m scrapy``, or the ``scrapy`` console script)."""
         stats = self.workdir / f"{name}-{uuid.uuid4().hex[:6]}.json"
         log = open(self.workdir / f"{name}.log", "a")  # noqa: SIM115 - closed by Crawler.wait
-        args = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", "source=demo",
+        args = [*program, "crawl", "catalog", "-a", "source=demo",
                 "-a", f"base_url={self.shop_url}", "-s", f"RECORDHOUND_STATS_FILE={stats}",
                 "-s", "LOG_LEVEL=INFO", "-s", "RECORDHOUND_SUMMARY_ENABLED=false",
                 "-s", f"RECORDHOUND_REDIS_PREFIX={self.prefix}", *(TRUSTED if trusted else ())]

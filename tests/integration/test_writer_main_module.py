@@ -1,0 +1,114 @@
+"""The store's writer process does not run the crawler's ``__main__``.
+
+multiprocessing's spawn imports the parent's main module in the child. For ``scrapy crawl`` run
+through the ``scrapy`` console script that is the script, so the writer imported Scrapy and
+Twisted (lxml, zope.interface ...) before its first batch; for a launcher script without a
+``__main__`` guard (``execute(["scrapy", "crawl", ...])`` at the top of a ``run.py``, as IDE users
+write it) the writer ran a second crawl of its own and never wrote a batch. The writer's code and
+arguments all live in recordhound's modules, so it is spawned without the crawler's main. Real
+crawls of the demo shop, SQLite and PostgreSQL, compared with the shop's truth."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import text
+
+from recordhound.db.engine import make_engine
+from recordhound.demo.process import ShopProcess
+from tests.integration.crawlers import CrawlSetup, Crawler
+from tests.integration.truthcheck import assert_crawl_matches_truth
+
+SLOW_STORE = "RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS=0.1"  # the writer lives while the test looks at it
+UNGUARDED_LAUNCHER = '''import sys
+
+from scrapy.cmdline import execute
+
+execute(["scrapy", *sys.argv[1:]])
+'''
+
+
+def _writer(node: Crawler) -> int | None:
+    """The crawler's spawned writer process (not multiprocessing's resource tracker)."""
+    for pid in node.children():
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"spawn_main" in part for part in command):
+            return pid
+    return None
+
+
+def _offers(database_url: str) -> int:
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(text("SELECT count(*) FROM offers")).scalar_one())
+    except Exception:  # noqa: BLE001 - the writer has not created its tables yet
+        return 0
+    finally:
+        engine.dispose()
+
+
+def _stop_tree(node: Crawler) -> None:
+    """SIGKILL the crawler and whatever it spawned (a writer that ran a crawl of its own has children too)."""
+    pending = [node.process.pid]
+    while pending:
+        pid = pending.pop()
+        pending += [int(kid) for kid in _kids(pid)]
+        if pid != node.process.pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    node.ensure_stopped()
+
+
+def _kids(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+
+
+def test_a_crawl_run_by_the_scrapy_console_script_has_a_writer_without_scrapy(database_url: str,
+                                                                               tmp_path: Path) -> None:
+    """Once the writer has stored its first batch it has imported all it needs: no lxml (Scrapy's
+    parser) and no zope.interface (Twisted's) is mapped into it. The crawl matches the shop's truth."""
+    console_script = str(Path(sys.executable).parent / "scrapy")
+    with ShopProcess(40, seed=73) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(SLOW_STORE, name="script", program=(console_script,))
+        try:
+            deadline = time.monotonic() + 120
+            while (writer := _writer(node)) is None or not _offers(database_url):
+                assert node.process.poll() is None and time.monotonic() < deadline, setup.log("script")[-3000:]
+                time.sleep(0.1)
+            mapped = Path(f"/proc/{writer}/maps").read_text()
+            assert [name for name in ("lxml", "zope") if name in mapped] == [], "the writer imported Scrapy's stack"
+            assert node.wait(300) == 0, setup.log("script")[-3000:]
+        finally:
+            _stop_tree(node)
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_a_crawl_started_by_a_launcher_without_a_main_guard_stores_everything(database_url: str,
+                                                                              tmp_path: Path) -> None:
+    """``run.py`` calls Scrapy's ``execute`` at its top level, no ``if __name__ == "__main__"``: the
+    crawl ends on its own, exit 0, and its product DB matches the shop's truth field by field."""
+    launcher = tmp_path / "run.py"
+    launcher.write_text(UNGUARDED_LAUNCHER)
+    with ShopProcess(40, seed=74) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="launcher", program=(sys.executable, str(launcher)))
+        try:
+            assert node.wait(180) == 0, setup.log("launcher")[-3000:]
+        finally:
+            _stop_tree(node)
+        assert "Traceback" not in setup.log("launcher"), setup.log("launcher")[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())
