@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis
 
-from tests.ports import free_port
+from tests.ports import free_port, listens
 
 
 class RedisServer:
@@ -41,24 +41,31 @@ class RedisServer:
                 break
             (self.folder / "nodes.conf").unlink(missing_ok=True)  # a cluster node's config names its old ports
             self._pick_ports()
-        raise AssertionError(f"private redis-server on port {self.port} did not start: "
-                             f"{(self.folder / 'redis.log').read_text()[-2000:]}")
+        said = [f.read_text(errors="replace")[-2000:] for f in (self.folder / "redis.log", self.folder / "redis.err")
+                if f.exists()]
+        raise AssertionError(f"private redis-server on port {self.port} did not start: {' '.join(said)}")
 
     def _started(self) -> bool:
-        """Start the server and wait until it answers; False when it exits first (its log says why)."""
+        """Start the server and wait until it is the one answering on its port; False when it exits
+        first (its log says why) or another server holds the port."""
         bus = ("--cluster-port", str(self.bus_port)) if self.cluster_bus else ()
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--dbfilename", "dump.rdb", "--maxmemory-policy", "noeviction", "--logfile", "redis.log",
-             *bus, *self.extra],
-            stdout=subprocess.DEVNULL)
+        with open(self.folder / "redis.err", "ab") as errors:  # what it says before its log is open
+            self.process = subprocess.Popen(
+                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
+                 "--dbfilename", "dump.rdb", "--maxmemory-policy", "noeviction", "--logfile", "redis.log",
+                 *bus, *self.extra],
+                stdout=errors, stderr=errors)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                redis.Redis.from_url(self.url).ping()
-                return True
-            except (redis.ConnectionError, redis.BusyLoadingError):
-                time.sleep(0.05)
+            if listens(self.process.pid, self.port):
+                try:
+                    redis.Redis.from_url(self.url).ping()
+                    return True
+                except redis.BusyLoadingError:
+                    pass
+                except redis.RedisError:
+                    break  # it listens and does not answer: start it again
+            time.sleep(0.05)
         self.kill()
         return False
 

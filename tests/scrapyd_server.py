@@ -12,7 +12,7 @@ from typing import Any
 
 import requests
 
-from tests.ports import free_port
+from tests.ports import free_port, listens
 
 USERNAME, PASSWORD = "recordhound", "test-secret"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -48,11 +48,13 @@ class ScrapydServer:
         self.process = subprocess.Popen([scrapyd], cwd=self.folder, stdout=subprocess.DEVNULL, stderr=self._log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                requests.get(f"{self.url}/daemonstatus.json", timeout=1, auth=(USERNAME, PASSWORD))
-                return True
-            except requests.ConnectionError:
-                time.sleep(0.1)
+            if listens(self.process.pid, self.port):  # ours, not a server that took the port first
+                try:
+                    requests.get(f"{self.url}/daemonstatus.json", timeout=1, auth=(USERNAME, PASSWORD))
+                    return True
+                except requests.ConnectionError:
+                    pass
+            time.sleep(0.1)
         self.stop()
         return False
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -23,14 +24,14 @@ import threading
 import types
 from collections.abc import Iterator
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recordhound.catalog import worker
 from recordhound.config import ReviewConfig, StoreConfig
+from recordhound.items import FieldProblem, Offer, Release
 
 if TYPE_CHECKING:
     from recordhound.catalog.result import BatchResult
-    from recordhound.items import Release
 
 logger = logging.getLogger(__name__)
 
@@ -51,13 +52,16 @@ class WriterProcess:
                                                  initializer=worker.init, initargs=(*self._args, os.getpid()))
         self._used = False
         executor = self._executor
-        with _sigint_ignored(), _main_module_hidden():  # the child is spawned by this submit
+        spawning = _sigint_ignored() if config.writer == "thread" else _spawning()
+        with spawning:  # a child process is spawned by this submit
             started = executor.submit(worker.ready)
         started.add_done_callback(lambda done: self._start_failed(done, executor))
 
     async def write(self, source_id: int, items: list[Release]) -> BatchResult:
         assert self._executor is not None, "the writer was not started"
         self._used = True
+        if isinstance(self._executor, ProcessPoolExecutor):
+            items = [plain(item) for item in items]
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, worker.write, source_id, items)
         except BrokenExecutor:
@@ -84,15 +88,41 @@ class WriterProcess:
                            type(exc).__name__, exc)
 
 
+def plain(item: Release) -> Release:
+    """``item`` as recordhound's own classes. The writer process has no ``__main__`` of the crawler's
+    (``_main_module_hidden``), so a ``Release``, ``Offer`` or ``FieldProblem`` subclass a launcher
+    script defined could not be unpickled there; the writer reads only these classes' fields."""
+    if (type(item) is Release and all(type(offer) is Offer for offer in item.offers)
+            and all(type(problem) is FieldProblem for problem in item.problems)):
+        return item
+    values = _fields(item, Release)
+    values["offers"] = [offer if type(offer) is Offer else Offer(**_fields(offer, Offer)) for offer in item.offers]
+    values["problems"] = [problem if type(problem) is FieldProblem else FieldProblem(**_fields(problem, FieldProblem))
+                          for problem in item.problems]
+    return Release(**values)
+
+
+def _fields(value: Any, cls: type) -> dict[str, Any]:
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(cls)}
+
+
+@contextlib.contextmanager
+def _spawning() -> Iterator[None]:
+    with _sigint_ignored(), _main_module_hidden():
+        yield
+
+
 @contextlib.contextmanager
 def _main_module_hidden() -> Iterator[None]:
     """Spawn the writer without the crawler's ``__main__``. multiprocessing's spawn runs the parent's
     main module in the child (as ``__mp_main__``): for ``scrapy crawl`` that is the ``scrapy`` console
     script, which imports Scrapy and Twisted (about 0.3 s of the writer's start, for nothing); for a
     launcher without a ``__main__`` guard it is a whole second crawl in the writer, which then never
-    writes. Nothing the writer runs or receives lives in ``__main__`` (``catalog/worker.py``, the
-    configs, the items), so the child is spawned while a bare module stands in for it (a few
-    statements on the reactor's thread; the child only reads it when it is spawned)."""
+    writes. What the writer runs and receives lives in recordhound's modules (``catalog/worker.py``,
+    the configs; the items as ``plain`` makes them), so the child is spawned while a bare module
+    stands in for ``__main__``: a few statements on the reactor's thread, and ``ProcessPoolExecutor``
+    spawns its one process inside ``submit``, where the stand-in is read. A launcher's top-level code
+    (a dialect registered, an event listener) no longer runs in the writer."""
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:

@@ -30,6 +30,38 @@ from scrapy.cmdline import execute
 
 execute(["scrapy", *sys.argv[1:]])
 '''
+# a guarded launcher with a pipeline of its own that hands the store its own Release (and Offer) subclasses
+SUBCLASSING_LAUNCHER = '''import json
+import sys
+from dataclasses import fields
+
+from scrapy.cmdline import execute
+
+from recordhound import settings
+from recordhound.items import Offer, Release
+
+
+class ShopOffer(Offer):
+    pass
+
+
+class ShopRelease(Release):
+    pass
+
+
+class Mark:
+    def process_item(self, item):
+        if type(item) is not Release:
+            return item
+        values = {f.name: getattr(item, f.name) for f in fields(Release)}
+        values["offers"] = [ShopOffer(**{f.name: getattr(o, f.name) for f in fields(Offer)}) for o in item.offers]
+        return ShopRelease(**values)
+
+
+if __name__ == "__main__":
+    pipelines = {**settings.ITEM_PIPELINES, "__main__.Mark": 300}
+    execute(["scrapy", *sys.argv[1:], "-s", "ITEM_PIPELINES=" + json.dumps(pipelines)])
+'''
 
 
 def _writer(node: Crawler) -> int | None:
@@ -111,4 +143,23 @@ def test_a_crawl_started_by_a_launcher_without_a_main_guard_stores_everything(da
         finally:
             _stop_tree(node)
         assert "Traceback" not in setup.log("launcher"), setup.log("launcher")[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_items_of_classes_the_launcher_defined_are_stored(database_url: str, tmp_path: Path) -> None:
+    """A guarded ``run.py`` whose own pipeline turns the releases into subclasses it defines (of
+    ``Release`` and ``Offer``): the writer has no ``__main__`` to unpickle them from, so the store
+    hands it the plain classes; the crawl ends on its own and matches the shop's truth."""
+    launcher = tmp_path / "run.py"
+    launcher.write_text(SUBCLASSING_LAUNCHER)
+    with ShopProcess(40, seed=75) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="subclassing", program=(sys.executable, str(launcher)))
+        try:
+            assert node.wait(180) == 0, setup.log("subclassing")[-3000:]
+        finally:
+            _stop_tree(node)
+        log = setup.log("subclassing")
+        assert "writer process died" not in log and "Traceback" not in log, log[-3000:]
+        assert "__main__.Mark" in log  # the launcher's pipeline ran
         assert_crawl_matches_truth(setup, shop.truth())
