@@ -7,16 +7,17 @@ GIL: in a thread it slowed Scrapy's own parsing measurably (``bench/crawl_store.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import threading
 import time
 from typing import TYPE_CHECKING
 
 from recordhound import failpoints
+from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
 
 if TYPE_CHECKING:
-    from recordhound.catalog.result import BatchResult
     from recordhound.catalog.writer import CatalogWriter
     from recordhound.items import Release
 
@@ -51,8 +52,39 @@ def ready() -> None:
     """Nothing: submitted to start the writer (``init``) before the first batch."""
 
 
-def write(source_id: int, items: list[Release]) -> BatchResult:
+def write(source_id: int, items: list[Release] | bytes) -> BatchResult | None:
+    """Write a batch: the items, or (from a writer process's crawler) the pickled list of them.
+    None: this process cannot read the batch (a value of a type only the crawler's ``__main__`` has);
+    the crawler then sends its items one by one (``write_each``)."""
     assert _writer is not None, "worker.init() was not called in this process"
+    if isinstance(items, bytes):
+        try:
+            items = pickle.loads(items)  # noqa: S301 - our own crawler's batch
+        except Exception:  # noqa: BLE001 - whatever unpickling raises: the items are told apart next
+            return None
+    assert isinstance(items, list)
     if _delay_per_item:
         time.sleep(_delay_per_item * len(items))
     return _writer.write(source_id, items)
+
+
+def write_each(source_id: int, pickled: list[tuple[str, bytes | str]]) -> BatchResult:
+    """A batch this process could not read whole, item by item (where, the pickled item or why it
+    could not be pickled): the items it cannot read are rejected with the reason, the rest written."""
+    items: list[Release] = []
+    unreadable: list[tuple[str, str]] = []
+    for where, item in pickled:
+        try:
+            if isinstance(item, str):
+                raise pickle.PicklingError(item)
+            items.append(pickle.loads(item))  # noqa: S301 - our own crawler's item
+        except Exception as exc:  # noqa: BLE001 - whatever unpickling raises: this item's fault
+            unreadable.append((where, f"the store's writer process cannot read it ({type(exc).__name__}: {exc}); "
+                                      "an item's values must be of types the writer can import, not ones "
+                                      "defined in the script that started the crawl"))
+    result = write(source_id, items) if items else BatchResult()
+    assert result is not None
+    result.items += len(unreadable)
+    result.counts["invalid"] += len(unreadable)
+    result.rejections += unreadable
+    return result

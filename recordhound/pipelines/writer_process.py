@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -60,10 +61,21 @@ class WriterProcess:
     async def write(self, source_id: int, items: list[Release]) -> BatchResult:
         assert self._executor is not None, "the writer was not started"
         self._used = True
-        if isinstance(self._executor, ProcessPoolExecutor):
-            items = [plain(item) for item in items]
+        loop, executor = asyncio.get_running_loop(), self._executor
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, worker.write, source_id, items)
+            if not isinstance(executor, ProcessPoolExecutor):
+                written = await loop.run_in_executor(executor, worker.write, source_id, items)
+                assert written is not None
+                return written
+            items = [plain(item) for item in items]
+            try:
+                batch: bytes | None = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)  # what the executor did
+            except Exception:  # noqa: BLE001 - whatever pickling raises: the items are told apart below
+                batch = None
+            written = await loop.run_in_executor(executor, worker.write, source_id, batch) if batch else None
+            if written is None:  # one of them cannot be pickled here or read there: item by item
+                written = await loop.run_in_executor(executor, worker.write_each, source_id, _one_by_one(items))
+            return written
         except BrokenExecutor:
             logger.error("The database writer process died; starting a new one")
             self.start()
@@ -91,7 +103,10 @@ class WriterProcess:
 def plain(item: Release) -> Release:
     """``item`` as recordhound's own classes. The writer process has no ``__main__`` of the crawler's
     (``_main_module_hidden``), so a ``Release``, ``Offer`` or ``FieldProblem`` subclass a launcher
-    script defined could not be unpickled there; the writer reads only these classes' fields."""
+    script defined could not be unpickled there: the writer gets their fields in the plain classes
+    (and so recordhound's methods: a subclass's override of ``numbers()`` or ``all_offers()`` is not
+    what the process writer calls). Any other value only ``__main__`` has makes its item rejected,
+    with the reason (``worker.write_each``), and the rest of the batch is written."""
     if (type(item) is Release and all(type(offer) is Offer for offer in item.offers)
             and all(type(problem) is FieldProblem for problem in item.problems)):
         return item
@@ -100,6 +115,18 @@ def plain(item: Release) -> Release:
     values["problems"] = [problem if type(problem) is FieldProblem else FieldProblem(**_fields(problem, FieldProblem))
                           for problem in item.problems]
     return Release(**values)
+
+
+def _one_by_one(items: list[Release]) -> list[tuple[str, bytes | str]]:
+    """Each item pickled apart, with where it came from (or, where it cannot be pickled, why)."""
+    pickled: list[tuple[str, bytes | str]] = []
+    for item in items:
+        where = item.url if item.line is None else f"line {item.line}"
+        try:
+            pickled.append((where, pickle.dumps(item, pickle.HIGHEST_PROTOCOL)))
+        except Exception as exc:  # noqa: BLE001 - whatever pickling raises: this item's fault
+            pickled.append((where, f"{type(exc).__name__}: {exc}"))
+    return pickled
 
 
 def _fields(value: Any, cls: type) -> dict[str, Any]:

@@ -10,6 +10,7 @@ crawls of the demo shop, SQLite and PostgreSQL, compared with the shop's truth."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -21,7 +22,9 @@ from sqlalchemy import text
 from recordhound.db.engine import make_engine
 from recordhound.demo.process import ShopProcess
 from tests.integration.crawlers import CrawlSetup, Crawler
-from tests.integration.truthcheck import assert_crawl_matches_truth
+from tests.integration.dbcheck import ProductDb
+from tests.integration.truthcheck import (_compared, assert_crawl_matches_truth, assert_frontier_clean,
+                                          assert_ids_consecutive, expected_offer, stored_offers)
 
 SLOW_STORE = "RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS=0.1"  # the writer lives while the test looks at it
 UNGUARDED_LAUNCHER = '''import sys
@@ -29,6 +32,31 @@ UNGUARDED_LAUNCHER = '''import sys
 from scrapy.cmdline import execute
 
 execute(["scrapy", *sys.argv[1:]])
+'''
+# a guarded launcher whose pipeline gives one release a price of a Decimal subclass it defines
+POISONING_LAUNCHER = '''import json
+import sys
+from decimal import Decimal
+
+from scrapy.cmdline import execute
+
+from recordhound import settings
+
+
+class Money(Decimal):
+    pass
+
+
+class Poison:
+    def process_item(self, item):
+        if "/release/000003-" in getattr(item, "url", "") and getattr(item, "price", None) is not None:
+            item.price = Money(item.price)
+        return item
+
+
+if __name__ == "__main__":
+    pipelines = {**settings.ITEM_PIPELINES, "__main__.Poison": 300}
+    execute(["scrapy", *sys.argv[1:], "-s", "ITEM_PIPELINES=" + json.dumps(pipelines)])
 '''
 # a guarded launcher with a pipeline of its own that hands the store its own Release (and Offer) subclasses
 SUBCLASSING_LAUNCHER = '''import json
@@ -163,3 +191,39 @@ def test_items_of_classes_the_launcher_defined_are_stored(database_url: str, tmp
         assert "writer process died" not in log and "Traceback" not in log, log[-3000:]
         assert "__main__.Mark" in log  # the launcher's pipeline ran
         assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_an_item_holding_a_value_only_the_launcher_has_is_rejected_and_the_rest_stored(database_url: str,
+                                                                                        tmp_path: Path) -> None:
+    """One release's price is a ``Decimal`` subclass defined in ``run.py``: the writer cannot read
+    that item, so it is rejected with the reason and its URL (counted as invalid); the rest of its
+    batch and of the crawl is stored as the shop's truth has it (the crawl does not wait forever
+    on a writer that dies reading the batch, as it did)."""
+    launcher = tmp_path / "run.py"
+    launcher.write_text(POISONING_LAUNCHER)
+    with ShopProcess(40, seed=76) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="poisoned", program=(sys.executable, str(launcher)))
+        try:
+            assert node.wait(180) == 0, setup.log("poisoned")[-3000:]
+        finally:
+            _stop_tree(node)
+        log = setup.log("poisoned")
+        assert "writer process died" not in log and "Traceback" not in log, log[-3000:]
+        truth = shop.truth()
+        poisoned = [o for o in truth["offers"] if o["path"].startswith("/release/000003-")]
+        url = shop.url.rstrip("/") + poisoned[0]["path"]
+        db = ProductDb(setup.database_url)
+        try:
+            (meta,) = [row[0] for row in db.rows("SELECT metadata FROM sources WHERE name = 'demo'")]
+            errors = (meta if isinstance(meta, dict) else json.loads(meta))["recent_errors"]
+            assert [e["message"].split(" (")[0] for e in errors if e["url"] == url] == [
+                "the store's writer process cannot read it"], errors  # recorded, with where and why
+            stored = stored_offers(db)
+            expected = {o["external_id"]: expected_offer(o) for o in truth["offers"] if o not in poisoned}
+            assert sorted(stored) == sorted(expected)
+            assert {sku: _compared(stored[sku], want) for sku, want in expected.items()} == expected
+            assert_ids_consecutive(db)
+        finally:
+            db.close()
+        assert_frontier_clean(setup, truth)
