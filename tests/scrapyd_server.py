@@ -52,7 +52,7 @@ class ScrapydServer:
                 try:
                     requests.get(f"{self.url}/daemonstatus.json", timeout=1, auth=(USERNAME, PASSWORD))
                     return True
-                except requests.ConnectionError:
+                except requests.RequestException:  # refused, or slow to answer on a loaded machine
                     pass
             time.sleep(0.1)
         self.stop()

@@ -53,7 +53,7 @@ class WriterProcess:
                                                  initializer=worker.init, initargs=(*self._args, os.getpid()))
         self._used = False
         executor = self._executor
-        spawning = _sigint_ignored() if config.writer == "thread" else _spawning()
+        spawning = contextlib.nullcontext() if config.writer == "thread" else _spawning()
         with spawning:  # a child process is spawned by this submit
             started = executor.submit(worker.ready)
         started.add_done_callback(lambda done: self._start_failed(done, executor))
