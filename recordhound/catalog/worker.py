@@ -60,7 +60,7 @@ def write(source_id: int, items: list[Release] | bytes) -> BatchResult | None:
     if isinstance(items, bytes):
         try:
             items = pickle.loads(items)  # noqa: S301 - our own crawler's batch
-        except Exception:  # noqa: BLE001 - whatever unpickling raises: the items are told apart next
+        except BaseException:  # noqa: BLE001 - whatever unpickling raises (a value's reducer, even SystemExit)
             return None
     assert isinstance(items, list)
     if _delay_per_item:
@@ -68,23 +68,24 @@ def write(source_id: int, items: list[Release] | bytes) -> BatchResult | None:
     return _writer.write(source_id, items)
 
 
-def write_each(source_id: int, pickled: list[tuple[str, bytes | str]]) -> BatchResult:
-    """A batch this process could not read whole, item by item (where, the pickled item or why it
-    could not be pickled): the items it cannot read are rejected with the reason, the rest written."""
+def write_each(source_id: int, pickled: list[tuple[bytes, bytes | str]]) -> BatchResult:
+    """A batch this process could not read whole, item by item: (the item's identity as a plain
+    ``Release``, the pickled item or why it could not be pickled). The items it cannot read are
+    rejected with the reason (the review queue lists them, as every rejected item), the rest written."""
+    assert _writer is not None, "worker.init() was not called in this process"
     items: list[Release] = []
-    unreadable: list[tuple[str, str]] = []
-    for where, item in pickled:
+    unreadable: list[tuple[Release, str]] = []
+    for identity, item in pickled:
         try:
             if isinstance(item, str):
                 raise pickle.PicklingError(item)
             items.append(pickle.loads(item))  # noqa: S301 - our own crawler's item
-        except Exception as exc:  # noqa: BLE001 - whatever unpickling raises: this item's fault
-            unreadable.append((where, f"the store's writer process cannot read it ({type(exc).__name__}: {exc}); "
-                                      "an item's values must be of types the writer can import, not ones "
-                                      "defined in the script that started the crawl"))
+        except BaseException as exc:  # noqa: BLE001 - whatever unpickling raises: this item's fault
+            unreadable.append((pickle.loads(identity), (  # noqa: S301 - plain strings, made by our crawler
+                f"the store's writer process cannot read it ({type(exc).__name__}: {str(exc)[:200]}); an item's "
+                "values must be of types the writer can import, not ones defined in the script that started the crawl")))
     result = write(source_id, items) if items else BatchResult()
     assert result is not None
     result.items += len(unreadable)
-    result.counts["invalid"] += len(unreadable)
-    result.rejections += unreadable
+    _writer.reject(source_id, unreadable, result)
     return result

@@ -123,6 +123,10 @@ class CatalogWriter:
         # acked as if it were settled, so the caller writes the whole batch again (idempotent)
         raise errors.WriteRaceError(f"{len(todo)} items raced with review decisions {RACE_ROUNDS} times")
 
+    def reject(self, source_id: int, rejected: list[tuple[Release, str]], result: BatchResult) -> None:
+        """Items rejected before they reached the writer (``worker.write_each``: ones it cannot read)."""
+        self._reject(source_id, self._source_name(source_id), rejected, result)
+
     def _reject(self, source_id: int, name: str, rejected: list[tuple[Release, str]], result: BatchResult) -> None:
         """Items that can never be written: recorded in the review queue with their reason."""
         if not rejected:

@@ -117,16 +117,32 @@ def plain(item: Release) -> Release:
     return Release(**values)
 
 
-def _one_by_one(items: list[Release]) -> list[tuple[str, bytes | str]]:
-    """Each item pickled apart, with where it came from (or, where it cannot be pickled, why)."""
-    pickled: list[tuple[str, bytes | str]] = []
+def _one_by_one(items: list[Release]) -> list[tuple[bytes, bytes | str]]:
+    """Each item pickled apart (or why it cannot be), with its identity as plain strings for the
+    review queue's rejected list; the last of each external id only, as the writer keeps."""
+    try:
+        items = list({item.external_id: item for item in items}.values())
+    except TypeError:  # an external id that cannot be a key: the writer rejects or fails it
+        pass
+    pickled: list[tuple[bytes, bytes | str]] = []
     for item in items:
-        where = item.url if item.line is None else f"line {item.line}"
         try:
-            pickled.append((where, pickle.dumps(item, pickle.HIGHEST_PROTOCOL)))
+            blob: bytes | str = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - whatever pickling raises: this item's fault
-            pickled.append((where, f"{type(exc).__name__}: {exc}"))
+            blob = f"{type(exc).__name__}: {str(exc)[:200]}"
+        pickled.append((pickle.dumps(_identity(item), pickle.HIGHEST_PROTOCOL), blob))
     return pickled
+
+
+def _identity(item: Release) -> Release:
+    """Who ``item`` is, in plain strings (what a rejected item shows when the item itself cannot be read)."""
+    try:
+        return Release(str(item.source), str(item.url), str(item.external_id), str(item.title or ""),
+                       [str(artist) for artist in item.artists or ()],
+                       line=item.line if type(item.line) is int else None)
+    except Exception:  # noqa: BLE001 - a value whose str() fails: the item is still named by its URL
+        where = repr(getattr(item, "url", "?"))[:300]
+        return Release("?", where, where, "", [])
 
 
 def _fields(value: Any, cls: type) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from sqlalchemy import text
 
 from recordhound.db.engine import make_engine
 from recordhound.demo.process import ShopProcess
+from recordhound.review.docstore import SqliteDocStore
+from recordhound.review.queue import ReviewQueue
 from tests.integration.crawlers import CrawlSetup, Crawler
 from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import (_compared, assert_crawl_matches_truth, assert_frontier_clean,
@@ -224,6 +226,14 @@ def test_an_item_holding_a_value_only_the_launcher_has_is_rejected_and_the_rest_
             assert sorted(stored) == sorted(expected)
             assert {sku: _compared(stored[sku], want) for sku, want in expected.items()} == expected
             assert_ids_consecutive(db)
+            (source_id,) = [row[0] for row in db.rows("SELECT id FROM sources WHERE name = 'demo'")]
         finally:
             db.close()
+        queue = ReviewQueue(SqliteDocStore(str(tmp_path / ".recordhound" / "review.sqlite3")))
+        try:  # listed with the review queue's rejected items, as every rejected item
+            rejected = {r["key"]: r for r in queue.rejected()}
+        finally:
+            queue.close()
+        listed = rejected[f"{source_id}:{poisoned[0]['external_id']}"]
+        assert listed["reason"].startswith("the store's writer process cannot read it"), listed
         assert_frontier_clean(setup, truth)

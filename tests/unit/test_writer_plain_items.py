@@ -4,11 +4,15 @@ script defined (in a ``__main__`` the writer does not have) become the plain cla
 from __future__ import annotations
 
 import pickle
+import sys
 from dataclasses import asdict
 from decimal import Decimal
 
+import pytest
+
+from recordhound.catalog import worker
 from recordhound.items import FieldProblem, Offer, Release
-from recordhound.pipelines.writer_process import plain
+from recordhound.pipelines.writer_process import _one_by_one, plain
 
 
 class MyOffer(Offer):
@@ -44,3 +48,28 @@ def test_subclasses_become_the_plain_classes_with_every_field() -> None:
         assert [type(p) for p in made.problems] == [FieldProblem]
         assert asdict(made) == asdict(_release(Release, Offer, FieldProblem))
         assert [name for name in (b"MyRelease", b"MyOffer", b"MyProblem") if name in pickle.dumps(made)] == []
+
+
+class _Exits:
+    """A value whose unpickling ends the process that reads it."""
+
+    def __reduce__(self) -> tuple[object, tuple[int]]:
+        return (sys.exit, (3,))
+
+
+def test_a_batch_the_writer_cannot_read_is_told_apart_even_when_reading_raises_system_exit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker, "_writer", object())  # write() returns before it would use it
+    assert worker.write(1, pickle.dumps([_release(Release, Offer, FieldProblem), _Exits()])) is None
+
+
+def test_items_sent_one_by_one_keep_the_last_of_an_external_id_and_say_why_one_cannot_be_pickled() -> None:
+    first, last = _release(Release, Offer, FieldProblem), _release(Release, Offer, FieldProblem)
+    last.title = "Newer"
+    odd = _release(Release, Offer, FieldProblem)
+    odd.external_id, odd.url, odd.country = "DR-2", "http://shop/r/2", lambda: None  # type: ignore[assignment]
+    sent = _one_by_one([first, odd, last])
+    assert [pickle.loads(identity).external_id for identity, _ in sent] == ["DR-1", "DR-2"]
+    assert pickle.loads(sent[0][1]).title == "Newer"
+    assert isinstance(sent[1][1], str) and "pickle" in sent[1][1].lower()
+    assert pickle.loads(sent[1][0]).url == "http://shop/r/2"
