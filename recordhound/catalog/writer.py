@@ -67,7 +67,7 @@ class CatalogWriter:
         todo = list({item.external_id: item for item in items}.values())
         result = BatchResult(items=len(todo))
         name = self._source_name(source_id)
-        problems = [(item, validate.problem(item)) for item in todo]  # each item checked once
+        problems = [(item, _problem(item)) for item in todo]  # each item checked once
         self._reject(source_id, name, [(item, reason) for item, reason in problems if reason is not None], result)
         valid = [item for item, reason in problems if reason is None]
         try:
@@ -291,6 +291,15 @@ def _offer_row(offer: Offer, release_id: int) -> OfferRow:
     return OfferRow(offer.external_id, offer.url, release_id, offer.price, offer.currency, offer.in_stock,
                     offer.availability, offer.format, offer.condition, offer.media_grade, offer.sleeve_grade,
                     offer.barcode)
+
+
+def _problem(item: Release) -> str | None:
+    """``validate.problem``, where a value of the wrong type (a float price, a UUID barcode: put there
+    by a launcher's own pipeline, not by the normalizer) is this item's problem, not its batch's."""
+    try:
+        return validate.problem(item)
+    except Exception as exc:  # noqa: BLE001 - whatever the checks raise on a value they cannot read
+        return f"a value of the wrong type ({type(exc).__name__}: {str(exc)[:200]})"
 
 
 def open_writer(engine: Engine, store: StoreConfig, review: ReviewConfig, trusted: bool) -> CatalogWriter:
