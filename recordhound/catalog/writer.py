@@ -23,7 +23,7 @@ from recordhound.recent import Recent
 from recordhound.db.releases import ReleaseRow, Wanted, by_barcode, by_catalog_numbers, by_names, stored_keys, write_releases
 from recordhound.items import Offer, Release
 from recordhound.review import gate
-from recordhound.review.items import release_doc
+from recordhound.review.items import rejected_doc
 from recordhound.review.factory import open_queue
 from recordhound.review.queue import PriceHold, ReviewQueue
 from recordhound.review.suggest import NameIndex
@@ -131,7 +131,7 @@ class CatalogWriter:
         """Items that can never be written: recorded in the review queue with their reason."""
         if not rejected:
             return
-        self.queue.reject([(gate.item_key(source_id, item), release_doc(item), gate.origin(source_id, name, item),
+        self.queue.reject([(gate.item_key(source_id, item), rejected_doc(item), gate.origin(source_id, name, item),
                             reason) for item, reason in rejected])
         result.counts["invalid"] += len(rejected)
         result.rejections += [(item.url if item.line is None else f"line {item.line}", reason)
@@ -298,7 +298,7 @@ def _problem(item: Release) -> str | None:
     by a launcher's own pipeline, not by the normalizer) is this item's problem, not its batch's."""
     try:
         return validate.problem(item)
-    except Exception as exc:  # noqa: BLE001 - whatever the checks raise on a value they cannot read
+    except (TypeError, AttributeError, ValueError) as exc:  # what a value of another type raises; not a bug's KeyError
         return f"a value of the wrong type ({type(exc).__name__}: {str(exc)[:200]})"
 
 

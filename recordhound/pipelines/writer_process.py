@@ -125,24 +125,30 @@ def _one_by_one(items: list[Release]) -> list[tuple[bytes, bytes | str]]:
     except TypeError:  # an external id that cannot be a key: the writer rejects or fails it
         pass
     pickled: list[tuple[bytes, bytes | str]] = []
-    for item in items:
+    for position, item in enumerate(items):
         try:
             blob: bytes | str = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - whatever pickling raises: this item's fault
             blob = f"{type(exc).__name__}: {str(exc)[:200]}"
-        pickled.append((pickle.dumps(_identity(item), pickle.HIGHEST_PROTOCOL), blob))
+        pickled.append((pickle.dumps(_identity(item, position), pickle.HIGHEST_PROTOCOL), blob))
     return pickled
 
 
-def _identity(item: Release) -> Release:
-    """Who ``item`` is, in plain strings (what a rejected item shows when the item itself cannot be read)."""
+def _identity(item: Release, position: int) -> Release:
+    """Who ``item`` is, in plain strings (what a rejected item shows when the item itself cannot be
+    read); a value whose ``str()`` fails gives way to the next best name, never another item's."""
+    url = _text(getattr(item, "url", None), f"item {position + 1} of a batch")
+    line = getattr(item, "line", None)
+    return Release(_text(getattr(item, "source", None), "?"), url, _text(getattr(item, "external_id", None), url),
+                   _text(getattr(item, "title", None) or "", ""), [],
+                   line=line if type(line) is int else None)
+
+
+def _text(value: Any, fallback: str) -> str:
     try:
-        return Release(str(item.source), str(item.url), str(item.external_id), str(item.title or ""),
-                       [str(artist) for artist in item.artists or ()],
-                       line=item.line if type(item.line) is int else None)
-    except Exception:  # noqa: BLE001 - a value whose str() fails: the item is still named by its URL
-        where = repr(getattr(item, "url", "?"))[:300]
-        return Release("?", where, where, "", [])
+        return str(value)
+    except Exception:  # noqa: BLE001 - whatever a value's __str__ raises
+        return fallback
 
 
 def _fields(value: Any, cls: type) -> dict[str, Any]:

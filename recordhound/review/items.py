@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from decimal import Decimal
 from typing import Any
@@ -16,6 +17,26 @@ def release_doc(item: Release) -> dict[str, Any]:
     doc["price"] = None if item.price is None else str(item.price)
     doc["offers"] = [{**asdict(o), "price": None if o.price is None else str(o.price)} for o in item.offers]
     return doc
+
+
+def rejected_doc(item: Release) -> dict[str, Any]:
+    """``release_doc`` of a rejected item; for one whose values no document holds (a dict with tuple
+    keys, a cycle, a lock: only a launcher's own pipeline puts such values on an item) its identity
+    as text, so that rejecting it cannot fail the rest of its batch."""
+    try:
+        doc = release_doc(item)
+        json.dumps(doc, default=str)  # what the document stores do with it
+    except (TypeError, ValueError, RecursionError):
+        return {**{name: _text(getattr(item, name, None)) for name in ("source", "url", "external_id", "title")},
+                "unreadable": True}
+    return doc
+
+
+def _text(value: Any) -> str:
+    try:
+        return str(value)[:300]
+    except Exception:  # noqa: BLE001 - a value whose str() fails
+        return "?"
 
 
 def release_from_doc(doc: dict[str, Any]) -> Release:

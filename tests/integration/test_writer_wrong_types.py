@@ -5,6 +5,7 @@ The real catalog writer on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from decimal import Decimal
 from fractions import Fraction
@@ -35,8 +36,17 @@ def _release(n: int, **values: Any) -> Release:
     return item
 
 
+def _circular() -> list[Any]:
+    styles: list[Any] = ["House"]
+    styles.append(styles)
+    return styles
+
+
+# the last three no JSON document holds: the rejected item is listed by its identity
 @pytest.mark.parametrize("wrong", [{"price": 9.99}, {"barcode": uuid.UUID(int=7)}, {"country": Fraction(1, 3)},
-                                   {"year": "2001"}])
+                                   {"year": "2001"}, {"year": {(1, 2): 2001}}, {"styles": _circular()},
+                                   {"year": threading.Lock()}], ids=["float", "uuid", "fraction", "str", "tuple-keys",
+                                                                     "cycle", "lock"])
 def test_an_item_with_a_value_of_the_wrong_type_is_rejected_and_the_rest_written(
         database_url: str, tmp_path: Path, wrong: dict[str, Any]) -> None:
     settings = Settings()

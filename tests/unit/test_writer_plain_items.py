@@ -73,3 +73,17 @@ def test_items_sent_one_by_one_keep_the_last_of_an_external_id_and_say_why_one_c
     assert pickle.loads(sent[0][1]).title == "Newer"
     assert isinstance(sent[1][1], str) and "pickle" in sent[1][1].lower()
     assert pickle.loads(sent[1][0]).url == "http://shop/r/2"
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+def test_an_item_sent_one_by_one_keeps_its_external_id_when_another_value_has_no_text() -> None:
+    item, other = _release(Release, Offer, FieldProblem), _release(Release, Offer, FieldProblem)
+    item.title = _Unprintable()  # type: ignore[assignment]
+    other.external_id, other.url = _Unprintable(), _Unprintable()  # type: ignore[assignment]
+    identities = [pickle.loads(identity) for identity, _ in _one_by_one([item, other])]
+    assert [(i.external_id, i.url, i.title) for i in identities] == [
+        ("DR-1", "http://shop/r/1", ""), ("item 2 of a batch", "item 2 of a batch", "Title")]
