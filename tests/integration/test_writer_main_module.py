@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import text
 
@@ -138,6 +139,25 @@ def _kids(pid: int) -> list[str]:
         return []
 
 
+def _launched_crawl(tmp_path: Path, database_url: str, launcher: str, seed: int) -> tuple[CrawlSetup, dict[str, Any], str]:
+    """Crawl a 40-release demo shop with ``python run.py crawl catalog ...`` (``launcher`` its text):
+    it ends on its own, exit 0, no writer died and nothing raised. Returns the setup, the shop's
+    truth and the crawl's log."""
+    path = tmp_path / "run.py"
+    path.write_text(launcher)
+    with ShopProcess(40, seed=seed) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="launched", program=(sys.executable, str(path)))
+        try:
+            assert node.wait(180) == 0, setup.log("launched")[-3000:]
+        finally:
+            _stop_tree(node)
+        truth = {**shop.truth(), "shop_url": shop.url}
+    log = setup.log("launched")
+    assert "writer process died" not in log and "Traceback" not in log, log[-3000:]
+    return setup, truth, log
+
+
 def test_a_crawl_run_by_the_scrapy_console_script_has_a_writer_without_scrapy(database_url: str,
                                                                                tmp_path: Path) -> None:
     """Once the writer has stored its first batch it has imported all it needs: no lxml (Scrapy's
@@ -163,36 +183,17 @@ def test_a_crawl_started_by_a_launcher_without_a_main_guard_stores_everything(da
                                                                               tmp_path: Path) -> None:
     """``run.py`` calls Scrapy's ``execute`` at its top level, no ``if __name__ == "__main__"``: the
     crawl ends on its own, exit 0, and its product DB matches the shop's truth field by field."""
-    launcher = tmp_path / "run.py"
-    launcher.write_text(UNGUARDED_LAUNCHER)
-    with ShopProcess(40, seed=74) as shop:
-        setup = CrawlSetup(tmp_path, shop.url, database_url)
-        node = setup.start(name="launcher", program=(sys.executable, str(launcher)))
-        try:
-            assert node.wait(180) == 0, setup.log("launcher")[-3000:]
-        finally:
-            _stop_tree(node)
-        assert "Traceback" not in setup.log("launcher"), setup.log("launcher")[-3000:]
-        assert_crawl_matches_truth(setup, shop.truth())
+    setup, truth, _ = _launched_crawl(tmp_path, database_url, UNGUARDED_LAUNCHER, seed=74)
+    assert_crawl_matches_truth(setup, truth)
 
 
 def test_items_of_classes_the_launcher_defined_are_stored(database_url: str, tmp_path: Path) -> None:
     """A guarded ``run.py`` whose own pipeline turns the releases into subclasses it defines (of
     ``Release`` and ``Offer``): the writer has no ``__main__`` to unpickle them from, so the store
     hands it the plain classes; the crawl ends on its own and matches the shop's truth."""
-    launcher = tmp_path / "run.py"
-    launcher.write_text(SUBCLASSING_LAUNCHER)
-    with ShopProcess(40, seed=75) as shop:
-        setup = CrawlSetup(tmp_path, shop.url, database_url)
-        node = setup.start(name="subclassing", program=(sys.executable, str(launcher)))
-        try:
-            assert node.wait(180) == 0, setup.log("subclassing")[-3000:]
-        finally:
-            _stop_tree(node)
-        log = setup.log("subclassing")
-        assert "writer process died" not in log and "Traceback" not in log, log[-3000:]
-        assert "__main__.Mark" in log  # the launcher's pipeline ran
-        assert_crawl_matches_truth(setup, shop.truth())
+    setup, truth, log = _launched_crawl(tmp_path, database_url, SUBCLASSING_LAUNCHER, seed=75)
+    assert "__main__.Mark" in log  # the launcher's pipeline ran
+    assert_crawl_matches_truth(setup, truth)
 
 
 def test_an_item_holding_a_value_only_the_launcher_has_is_rejected_and_the_rest_stored(database_url: str,
@@ -201,39 +202,28 @@ def test_an_item_holding_a_value_only_the_launcher_has_is_rejected_and_the_rest_
     that item, so it is rejected with the reason and its URL (counted as invalid); the rest of its
     batch and of the crawl is stored as the shop's truth has it (the crawl does not wait forever
     on a writer that dies reading the batch, as it did)."""
-    launcher = tmp_path / "run.py"
-    launcher.write_text(POISONING_LAUNCHER)
-    with ShopProcess(40, seed=76) as shop:
-        setup = CrawlSetup(tmp_path, shop.url, database_url)
-        node = setup.start(name="poisoned", program=(sys.executable, str(launcher)))
-        try:
-            assert node.wait(180) == 0, setup.log("poisoned")[-3000:]
-        finally:
-            _stop_tree(node)
-        log = setup.log("poisoned")
-        assert "writer process died" not in log and "Traceback" not in log, log[-3000:]
-        truth = shop.truth()
-        poisoned = [o for o in truth["offers"] if o["path"].startswith("/release/000003-")]
-        url = shop.url.rstrip("/") + poisoned[0]["path"]
-        db = ProductDb(setup.database_url)
-        try:
-            (meta,) = [row[0] for row in db.rows("SELECT metadata FROM sources WHERE name = 'demo'")]
-            errors = (meta if isinstance(meta, dict) else json.loads(meta))["recent_errors"]
-            assert [e["message"].split(" (")[0] for e in errors if e["url"] == url] == [
-                "the store's writer process cannot read it"], errors  # recorded, with where and why
-            stored = stored_offers(db)
-            expected = {o["external_id"]: expected_offer(o) for o in truth["offers"] if o not in poisoned}
-            assert sorted(stored) == sorted(expected)
-            assert {sku: _compared(stored[sku], want) for sku, want in expected.items()} == expected
-            assert_ids_consecutive(db)
-            (source_id,) = [row[0] for row in db.rows("SELECT id FROM sources WHERE name = 'demo'")]
-        finally:
-            db.close()
-        queue = ReviewQueue(SqliteDocStore(str(tmp_path / ".recordhound" / "review.sqlite3")))
-        try:  # listed with the review queue's rejected items, as every rejected item
-            rejected = {r["key"]: r for r in queue.rejected()}
-        finally:
-            queue.close()
-        listed = rejected[f"{source_id}:{poisoned[0]['external_id']}"]
-        assert listed["reason"].startswith("the store's writer process cannot read it"), listed
-        assert_frontier_clean(setup, truth)
+    setup, truth, _ = _launched_crawl(tmp_path, database_url, POISONING_LAUNCHER, seed=76)
+    poisoned = [o for o in truth["offers"] if o["path"].startswith("/release/000003-")]
+    url = truth["shop_url"].rstrip("/") + poisoned[0]["path"]
+    db = ProductDb(setup.database_url)
+    try:
+        (meta,) = [row[0] for row in db.rows("SELECT metadata FROM sources WHERE name = 'demo'")]
+        errors = (meta if isinstance(meta, dict) else json.loads(meta))["recent_errors"]
+        assert [e["message"].split(" (")[0] for e in errors if e["url"] == url] == [
+            "the store's writer process cannot read it"], errors  # recorded, with where and why
+        stored = stored_offers(db)
+        expected = {o["external_id"]: expected_offer(o) for o in truth["offers"] if o not in poisoned}
+        assert sorted(stored) == sorted(expected)
+        assert {sku: _compared(stored[sku], want) for sku, want in expected.items()} == expected
+        assert_ids_consecutive(db)
+        (source_id,) = [row[0] for row in db.rows("SELECT id FROM sources WHERE name = 'demo'")]
+    finally:
+        db.close()
+    queue = ReviewQueue(SqliteDocStore(str(tmp_path / ".recordhound" / "review.sqlite3")))
+    try:  # listed with the review queue's rejected items, as every rejected item
+        rejected = {r["key"]: r for r in queue.rejected()}
+    finally:
+        queue.close()
+    listed = rejected[f"{source_id}:{poisoned[0]['external_id']}"]
+    assert listed["reason"].startswith("the store's writer process cannot read it"), listed
+    assert_frontier_clean(setup, truth)
