@@ -38,6 +38,8 @@ POINTS = {
     "store.after_commit": "a batch committed to the product DB, the review queue not told yet",
     "store.after_touch": "304 pages moved their offers' last_seen; the pages not acked yet",
     "store.after_review": "the review queue was told about a batch, its items not yet settled (acked)",
+    "store.before_unreadable_rejected": "a batch read item by item: its readable items written, the "
+                                        "ones the writer cannot read not yet rejected",
     "store.backpressure_paused": "the crawl paused for back-pressure: items wait for a slow product store, unacked",
     "apply.after_write": "the apply worker wrote a decision to the product DB and has not acked it",
     "alerts.after_send": "an alert reached its receiver and is not yet recorded as sent",

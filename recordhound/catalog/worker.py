@@ -83,9 +83,11 @@ def write_each(source_id: int, pickled: list[tuple[bytes, bytes | str]]) -> Batc
         except BaseException as exc:  # noqa: BLE001 - whatever unpickling raises: this item's fault
             unreadable.append((pickle.loads(identity), (  # noqa: S301 - plain strings, made by our crawler
                 f"the store's writer process cannot read it ({type(exc).__name__}: {str(exc)[:200]}); an item's "
-                "values must be of types the writer can import, not ones defined in the script that started the crawl")))
+                "values must be of types the writer can import, not ones defined in the script that started "
+                "the crawl")))
     result = write(source_id, items) if items else BatchResult()
     assert result is not None
+    failpoints.hit("store.before_unreadable_rejected")
     result.items += len(unreadable)
     _writer.reject(source_id, unreadable, result)
     return result

@@ -139,15 +139,26 @@ def _kids(pid: int) -> list[str]:
         return []
 
 
-def _launched_crawl(tmp_path: Path, database_url: str, launcher: str, seed: int) -> tuple[CrawlSetup, dict[str, Any], str]:
+def _launched_crawl(tmp_path: Path, database_url: str, launcher: str, seed: int,
+                    crash_at: str = "") -> tuple[CrawlSetup, dict[str, Any], str]:
     """Crawl a 40-release demo shop with ``python run.py crawl catalog ...`` (``launcher`` its text):
-    it ends on its own, exit 0, no writer died and nothing raised. Returns the setup, the shop's
-    truth and the crawl's log."""
+    it ends on its own, exit 0, no writer died and nothing raised. ``crash_at``: a crash point the
+    crawl is killed at first (SIGKILL, the whole node), then resumed. Returns the setup, the shop's
+    truth and the (resumed) crawl's log."""
     path = tmp_path / "run.py"
     path.write_text(launcher)
+    program = (sys.executable, str(path))
     with ShopProcess(40, seed=seed) as shop:
         setup = CrawlSetup(tmp_path, shop.url, database_url)
-        node = setup.start(name="launched", program=(sys.executable, str(path)))
+        if crash_at:
+            # one batch for the whole crawl (a second of pages): every product page waits for it when it dies
+            crashed = setup.start("RECORDHOUND_STORE_FLUSH_SECONDS=5", name="crashed", program=program,
+                                  failpoints=f"{crash_at}=kill")
+            try:
+                assert crashed.wait(180) == -signal.SIGKILL, setup.log("crashed")[-3000:]
+            finally:
+                _stop_tree(crashed)
+        node = setup.start(name="launched", program=program)
         try:
             assert node.wait(180) == 0, setup.log("launched")[-3000:]
         finally:
@@ -203,6 +214,21 @@ def test_an_item_holding_a_value_only_the_launcher_has_is_rejected_and_the_rest_
     batch and of the crawl is stored as the shop's truth has it (the crawl does not wait forever
     on a writer that dies reading the batch, as it did)."""
     setup, truth, _ = _launched_crawl(tmp_path, database_url, POISONING_LAUNCHER, seed=76)
+    _assert_all_but_the_poisoned_release(setup, truth, tmp_path)
+
+
+def test_a_kill_between_the_readable_items_and_the_rejection_loses_nothing(database_url: str, tmp_path: Path) -> None:
+    """The same crawl killed (SIGKILL, crawler and writer) once the batch's readable items are written
+    and before the unreadable one is rejected, then resumed: the same outcome as without the kill."""
+    setup, truth, _ = _launched_crawl(tmp_path, database_url, POISONING_LAUNCHER, seed=76,
+                                      crash_at="store.before_unreadable_rejected")
+    _assert_all_but_the_poisoned_release(setup, truth, tmp_path)
+
+
+def _assert_all_but_the_poisoned_release(setup: CrawlSetup, truth: dict[str, Any], tmp_path: Path) -> None:
+    """Every offer but the poisoned release's matches the truth field by field (ids consecutive, and
+    PostgreSQL's sequences), the poisoned one is in the source's recent errors and the review
+    queue's rejected items with its reason, and ``failed`` holds only the shop's known fault pages."""
     poisoned = [o for o in truth["offers"] if o["path"].startswith("/release/000003-")]
     url = truth["shop_url"].rstrip("/") + poisoned[0]["path"]
     db = ProductDb(setup.database_url)
