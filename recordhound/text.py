@@ -134,3 +134,12 @@ def preferred_spelling(spellings: Iterable[str]) -> str:
         accents = sum(1 for ch in spelling if ord(ch) > 127)  # "Björk" keeps what "Bjork" lost
         return natural_order + cased, accents, spelling
     return max(spellings, key=score)
+
+
+def text_or(value: object, fallback: str) -> str:
+    """``str(value)``, or ``fallback`` when a value's ``__str__`` raises (an item's values may come from
+    a launcher's own pipeline: what names such an item must not fail)."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - whatever a value's __str__ raises
+        return fallback

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from recordhound.catalog import worker
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.items import FieldProblem, Offer, Release
+from recordhound.text import text_or
 
 if TYPE_CHECKING:
     from recordhound.catalog.result import BatchResult
@@ -137,18 +138,11 @@ def _one_by_one(items: list[Release]) -> list[tuple[bytes, bytes | str]]:
 def _identity(item: Release, position: int) -> Release:
     """Who ``item`` is, in plain strings (what a rejected item shows when the item itself cannot be
     read); a value whose ``str()`` fails gives way to the next best name, never another item's."""
-    url = _text(getattr(item, "url", None), f"item {position + 1} of a batch")
+    url = text_or(getattr(item, "url", None), f"item {position + 1} of a batch")
     line = getattr(item, "line", None)
-    return Release(_text(getattr(item, "source", None), "?"), url, _text(getattr(item, "external_id", None), url),
-                   _text(getattr(item, "title", None) or "", ""), [],
+    return Release(text_or(getattr(item, "source", None), "?"), url, text_or(getattr(item, "external_id", None), url),
+                   text_or(getattr(item, "title", None) or "", ""), [],
                    line=line if type(line) is int else None)
-
-
-def _text(value: Any, fallback: str) -> str:
-    try:
-        return str(value)
-    except Exception:  # noqa: BLE001 - whatever a value's __str__ raises
-        return fallback
 
 
 def _fields(value: Any, cls: type) -> dict[str, Any]:

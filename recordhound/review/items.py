@@ -10,6 +10,7 @@ from typing import Any
 from recordhound import music
 from recordhound.items import FieldProblem, Offer, Release
 from recordhound.normalize import POSITIONAL_ID, offer_ids
+from recordhound.text import text_or
 
 
 def release_doc(item: Release) -> dict[str, Any]:
@@ -27,16 +28,10 @@ def rejected_doc(item: Release) -> dict[str, Any]:
         doc = release_doc(item)
         json.dumps(doc, default=str)  # what the document stores do with it
     except (TypeError, ValueError, RecursionError):
-        return {**{name: _text(getattr(item, name, None)) for name in ("source", "url", "external_id", "title")},
+        names = ("source", "url", "external_id", "title")
+        return {**{name: text_or(getattr(item, name, None), "?")[:300] for name in names},
                 "unreadable": True}
     return doc
-
-
-def _text(value: Any) -> str:
-    try:
-        return str(value)[:300]
-    except Exception:  # noqa: BLE001 - a value whose str() fails
-        return "?"
 
 
 def release_from_doc(doc: dict[str, Any]) -> Release:
