@@ -128,11 +128,14 @@ class CatalogWriter:
         self._reject(source_id, self._source_name(source_id), rejected, result)
 
     def _reject(self, source_id: int, name: str, rejected: list[tuple[Release, str]], result: BatchResult) -> None:
-        """Items that can never be written: recorded in the review queue with their reason."""
+        """Items that can never be written: recorded in the review queue with their reason, and no
+        longer held by an entry (an older version parked by an earlier crawl is not stored later)."""
         if not rejected:
             return
-        self.queue.reject([(gate.item_key(source_id, item), rejected_doc(item), gate.origin(source_id, name, item),
-                            reason) for item, reason in rejected])
+        keys = [gate.item_key(source_id, item) for item, _ in rejected]
+        self.queue.reject([(key, rejected_doc(item), gate.origin(source_id, name, item), reason)
+                           for key, (item, reason) in zip(keys, rejected)])
+        self.queue.unpark(keys)
         result.counts["invalid"] += len(rejected)
         result.rejections += [(item.url if item.line is None else f"line {item.line}", reason)
                               for item, reason in rejected]

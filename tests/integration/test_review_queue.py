@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from recordhound.catalog.result import BatchResult
 from recordhound.review.suggest import THRESHOLD
 from recordhound.items import Release
 from recordhound.review.queue import Origin, Parked, ReviewError, Unknown
@@ -152,6 +153,28 @@ def test_skip_drops_the_name_and_rejects_items_left_without_an_artist(env: Revie
     assert rows(env, "SELECT label_id FROM releases WHERE title = 'Title s3'") == [(None,)]
     env.writer().write(source, [release("s4", ["Known", "Noise"])])  # skipped names stay skipped
     assert offer_skus(env) == {"s1", "s3", "s4"} and env.queue.entries() == []
+
+
+@pytest.mark.parametrize("how", ["invalid", "unreadable"])
+def test_an_item_rejected_later_is_no_longer_held_by_its_old_parked_version(env: ReviewEnv, how: str) -> None:
+    """Parked on an unknown artist by one crawl, then rejected by the next (its page now breaks the
+    schema, or the writer could not read it): approving the artist must not store the old version."""
+    source = env.source()
+    env.writer().write(source, [release("k1", ["Newcomer"]), release("k2", ["Newcomer"])])
+    assert env.queue.counts()["parked"] == 2
+    writer = env.writer()
+    if how == "invalid":
+        result = writer.write(source, [release("k1", ["Newcomer"], title="x" * 600)])
+    else:
+        result = BatchResult(items=1)
+        writer.reject(source, [(release("k1", ["Newcomer"]), "cannot be read by the writer")], result)
+    assert result.counts["invalid"] == 1
+    assert [r["key"] for r in env.queue.rejected()] == [f"{source}:k1"]
+    assert pending(env, "Newcomer")["waiting"] == 1 and env.queue.counts()["parked"] == 1
+    decide_and_apply(env, "Newcomer", "approve")
+    assert offer_skus(env) == {"k2"}
+    assert rows(env, "SELECT id FROM releases") == [(1,)]
+    assert env.queue.counts()["parked"] == 0
 
 
 def test_edit_changes_the_name_then_approves(env: ReviewEnv) -> None:
