@@ -5,6 +5,10 @@ Components parse their part once into a frozen dataclass (see ``recordhound.conf
 so a bad value fails at start-up with the setting's name.
 """
 
+from scrapy.settings import default_settings as _scrapy
+
+from recordhound.extensions import unused
+
 BOT_NAME = "recordhound"
 SPIDER_MODULES = ["recordhound.spiders"]
 COMMANDS_MODULE = "recordhound.commands"  # `scrapy shell` with profile_check()
@@ -28,6 +32,11 @@ REMOTE_CONTROL_ENABLED = False  # no open control port on crawler nodes
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
 USER_AGENT = "recordhound/0.1 (+catalog crawler)"
+
+# Scrapy's cookies middleware and remote-control extension, off above, are imported only when
+# turned on: stand-ins take their places in Scrapy's base lists (extensions/unused.py says why)
+DOWNLOADER_MIDDLEWARES_BASE = unused.swapped(_scrapy.DOWNLOADER_MIDDLEWARES_BASE, unused.Cookies)
+EXTENSIONS_BASE = unused.swapped(_scrapy.EXTENSIONS_BASE, unused.RemoteControl)
 
 SCHEDULER = "recordhound.frontier.scheduler.FrontierScheduler"
 DUPEFILTER_CLASS = "recordhound.frontier.dupefilter.FrontierDupeFilter"
