@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -13,6 +11,7 @@ from decimal import Decimal
 
 from recordhound import music
 from recordhound.items import FieldProblem, Offer, RawRelease, Release
+from recordhound.offer_names import offer_ids
 from recordhound.sources.title_rules import split_title
 from recordhound.prices import ImplausiblePrice, parse_price
 from recordhound.sources.profile import Profile
@@ -93,22 +92,6 @@ def _offers(raw: RawRelease, profile: Profile, release: Release, problem: Callab
     return [replace(offer, external_id=offer_id) for offer, offer_id in zip(offers, ids)]
 
 
-POSITIONAL_ID = re.compile(r"^(?P<page>.*)#[^#/]*/[^#/]*/(?P<n>\d+)$")  # before 0007: PAGE#FORMAT/CONDITION/N
-
-
-def offer_ids(page_id: str, offers: list[Offer]) -> list[str]:
-    """The id of each offer: the shop's own, else ``PAGE#FORMAT/CONDITION`` (``/MEDIA/SLEEVE`` added
-    when graded); an id that repeats gets ``~2``, ``~3``... in page order among the equal ones only,
-    so reordering the offers or adding one elsewhere on the page renames none of the others."""
-    seen: Counter[str] = Counter()
-    ids = []
-    for offer in offers:
-        name = offer.external_id or f"{page_id}#{offer.format or '-'}/{offer.condition or '-'}" + (
-            f"/{offer.media_grade or '-'}/{offer.sleeve_grade or '-'}" if offer.media_grade or offer.sleeve_grade
-            else "")
-        seen[name] += 1
-        ids.append(name if seen[name] == 1 else f"{name}~{seen[name]}")
-    return ids
 
 
 def _money(text: str | None, currency: str | None, profile: Profile, machine: bool,

@@ -155,7 +155,8 @@ RECORDHOUND_STORE_BATCH_SIZE = 200
 # PostgreSQL: after each batch, ANALYZE the product tables changed by 50 rows + a tenth of their size since
 # their last analyze (autovacuum's rule), or by this many rows if fewer; 0: leave it to autovacuum (rows).
 RECORDHOUND_STORE_ANALYZE_ROWS = 100_000
-# A partial batch is written after waiting this long (seconds).
+# A partial batch is written after waiting this long (seconds), or at once when nothing is downloading
+# (no page's items would join it soon: the last pages, a wait for a host or a retry).
 RECORDHOUND_STORE_FLUSH_SECONDS = 0.5
 # Back-pressure: the crawl pauses while this many items wait for the product DB (collected or being
 # written; pages still downloading or being parsed count too) and resumes when half of them are stored,

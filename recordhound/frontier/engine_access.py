@@ -6,6 +6,8 @@
    outcome is orphaned (``engine.downloader.active``, ``engine.scraper.slot.is_idle()``).
 3. ``paused``: the engine starts no request now (``engine.paused``, set by ``pause()``, which
    ``recordhound/pause.py`` owns; the telnet console's ``engine.pause()`` too).
+4. ``downloading``: a request is in the downloader (``engine.downloader.active``): while none is,
+   the store writes what waits at once instead of at the batch time (``pipelines/batcher.py``).
 
 These are Scrapy internals, kept here only. ``tests/unit/test_engine_access.py`` fails when a
 Scrapy release renames them; without them the crawl still works, only slower to notice.
@@ -38,6 +40,12 @@ def pages_in_progress(crawler: Crawler) -> int:
 def paused(crawler: Crawler) -> bool:
     """Whether the engine is paused (it asks the scheduler for nothing until it resumes)."""
     return bool(getattr(crawler.engine, "paused", False))
+
+
+def downloading(crawler: Crawler) -> bool:
+    """Whether any request is in the downloader (waiting for its slot or transferring); True if unknown."""
+    active = getattr(getattr(crawler.engine, "downloader", None), "active", None)
+    return True if active is None else bool(active)
 
 
 def engine_idle(crawler: Crawler) -> bool:

@@ -59,13 +59,15 @@ class Backlog:
 class Batcher(Generic[T, R]):
     """``is_transient(exc)`` says whether a failed write should be retried (the database is
     down) rather than failed; while retrying, ``pause``/``resume`` stop and restart the crawl.
-    ``backlog``, when given, is told how many items wait after every change."""
+    ``backlog``, when given, is told how many items wait after every change. ``quiet()`` true:
+    no item will join the batch soon (nothing is downloading), so what waits is written at once
+    instead of at the batch time; the caller calls ``nudge`` when that may have become true."""
 
     def __init__(self, write: Callable[[list[T]], Awaitable[R]], size: int, flush_seconds: float,
                  on_written: Callable[[R], None], is_transient: Callable[[Exception], bool],
                  pause: Callable[[], None], resume: Callable[[], None], retry_max_seconds: float,
-                 backlog: Backlog | None = None) -> None:
-        self._write, self._size, self._flush_seconds = write, size, flush_seconds
+                 backlog: Backlog | None = None, quiet: Callable[[], bool] = lambda: False) -> None:
+        self._write, self._size, self._flush_seconds, self._quiet = write, size, flush_seconds, quiet
         self._on_written, self._is_transient = on_written, is_transient
         self._pause, self._resume, self._retry_max = pause, resume, retry_max_seconds
         self.backlog = backlog
@@ -96,8 +98,12 @@ class Batcher(Generic[T, R]):
         self.eager = eager
         self._drain_if_due()
 
+    def nudge(self) -> None:
+        """``quiet`` may have turned true: what waits is written now if it did."""
+        self._drain_if_due()
+
     def _batch_due(self) -> bool:
-        return len(self._pending) >= (1 if self.eager else self._size)
+        return len(self._pending) >= (1 if self.eager or self._quiet() else self._size)
 
     def _drain_if_due(self) -> None:
         if self._batch_due() and (self._draining is None or self._draining.done()):

@@ -71,19 +71,21 @@ class StorePipeline:
                 batcher.write_eagerly(eager)
 
     async def open_spider(self) -> None:
-        from recordhound.catalog.errors import is_transient
-        from recordhound.db.engine import make_engine
-        from recordhound.db.migrate import upgrade
-        from recordhound.db.samples import record_sample
-        from recordhound.db.sources import ensure_source, update_source_meta
-
         if self.crawler.stats.get_value(NOT_JOINED_STAT):
             logger.info("This node did not join the crawl: the product store is not opened")
             return  # the crawl closes at once; the source's status is the other nodes'
         profile = self.crawler.spider.profile  # type: ignore[union-attr]  # open: the catalog spider, with its profile
         self.trusted = profile.trusted or self.review.trust_new_entities
         self.writer = WriterProcess(self.config, self.review, self.trusted)
-        self.writer.start()  # it reads no table before its first batch: it starts while the schema is checked
+        # first: it reads no table before its first batch, so it starts while this process imports the
+        # database modules (~0.2 s) and checks the schema; a short crawl's end waits for its start
+        self.writer.start()
+        from recordhound.catalog.errors import is_transient
+        from recordhound.db.engine import make_engine
+        from recordhound.db.migrate import upgrade
+        from recordhound.db.samples import record_sample
+        from recordhound.db.sources import ensure_source, update_source_meta
+
         self.engine = make_engine(self.config.database_url)
         if self.config.auto_upgrade:
             await asyncio.to_thread(upgrade, self.engine)
@@ -96,16 +98,29 @@ class StorePipeline:
         self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
                                self._written, is_transient, lambda: pause.hold("product store"),
                                lambda: pause.release("product store"),
-                               self.config.retry_max_seconds, self._backlog("product store behind"))
+                               self.config.retry_max_seconds, self._backlog("product store behind"), self._quiet)
         self.batcher.start()
         self.crawler.signals.connect(self.batcher.tell_backlog, signal=scrapy_signals.request_reached_downloader)
         self.unchanged = Batcher(self._touch, self.config.batch_size, self.config.flush_seconds,
                                  self._touched, is_transient, lambda: pause.hold("product store (304s)"),
                                  lambda: pause.release("product store (304s)"),
                                  self.config.retry_max_seconds,
-                                 self._backlog("product store behind (304s)", pages=False))
+                                 self._backlog("product store behind (304s)", pages=False), self._quiet)
         self.unchanged.start()
+        self.crawler.signals.connect(self._downloaded, signal=scrapy_signals.response_received)
         logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())
+
+    def _quiet(self) -> bool:
+        """Nothing is downloading, so no page's items will join a batch soon: waiting for the batch
+        time would only delay them (and a short crawl's end, or the last pages of any crawl)."""
+        return not engine_access.downloading(self.crawler)
+
+    def _downloaded(self) -> None:
+        """A response left the downloader (Scrapy's ``active`` no longer holds it): if it was the last,
+        what waits is written now, not at the batch time."""
+        if self.batcher is not None and self.unchanged is not None:
+            self.batcher.nudge()
+            self.unchanged.nudge()
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, Unchanged) and self.unchanged is not None:

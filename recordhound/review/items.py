@@ -9,7 +9,7 @@ from typing import Any
 
 from recordhound import music
 from recordhound.items import FieldProblem, Offer, Release
-from recordhound.normalize import POSITIONAL_ID, offer_ids
+from recordhound.offer_names import POSITIONAL_ID, offer_ids
 from recordhound.text import text_or
 
 

@@ -102,3 +102,27 @@ def test_next_epoch_writes_one_history_row_per_changed_offer(database_url: str, 
         assert after["counts"][table] == before["counts"][table]
         assert after["max_ids"][table] == before["max_ids"][table]
     db.close()
+
+
+def test_items_are_written_when_nothing_is_downloading_not_at_the_batch_time(database_url: str,
+                                                                              tmp_path: Path) -> None:
+    """With an hour's batch time and batches larger than the shop, the crawl still ends on its own
+    with everything stored: whenever the downloader empties (a retry's wait, the last pages) no page's
+    items will join a batch soon, so what waits is written then (before: each item waited for the
+    hour's tick and the crawl hung)."""
+    from tests.integration.crawlers import CrawlSetup
+    from tests.integration.truthcheck import assert_crawl_matches_truth, assert_ids_consecutive
+
+    with ShopProcess(40, seed=7) as shop:
+        truth = shop.truth()
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        crawler = setup.start("RECORDHOUND_STORE_FLUSH_SECONDS=3600", "RECORDHOUND_STORE_BATCH_SIZE=1000")
+        killed = crawler.wait_or_kill(120)
+        assert not killed, "the crawl did not end in 120 s: its items waited for the batch time"
+        assert crawler.process.returncode == 0, setup.log("crawl")[-3000:]
+        assert_crawl_matches_truth(setup, truth)
+    db = ProductDb(database_url)
+    try:
+        assert_ids_consecutive(db)
+    finally:
+        db.close()

@@ -2,7 +2,9 @@
 
 Hypothesis drives random sequences of what the store meets: items added, the pending write
 committed, failed for a while (an outage: retried with the crawl paused) or for good, the pages in
-flight changing, the store told to write eagerly (a page tried alone waits on its items) and back, a caller giving up on its item, time passing (the flush timer, the retry backoff),
+flight changing, the store told to write eagerly (a page tried alone waits on its items) and back, the
+downloader emptying (nothing downloading: no item joins a batch soon) and filling again, a caller
+giving up on its item, time passing (the flush timer, the retry backoff),
 and at the end the spider closing. The write is a fake the test controls (each call waits until a
 rule settles it); everything else is real: a real Batcher and Backlog on a real asyncio event loop.
 Only the loop's clock is the test's (``ManualClockLoop``): timers fire when a rule moves it, so a
@@ -86,6 +88,7 @@ class BatcherMachine(RuleBasedStateMachine):
         self.in_flight = 0
         self.size = 0
         self.eager = False  # told to write at once (a page tried alone waits on its items)
+        self.downloading = True  # a request is in the downloader (else no item joins a batch soon)
         self.batcher: Batcher[int, tuple[int, ...]] | None = None
 
     # the unit's dependencies
@@ -153,7 +156,8 @@ class BatcherMachine(RuleBasedStateMachine):
             self.batcher = Batcher(self.write, size, FLUSH_SECONDS, self.written.append,
                                    lambda exc: isinstance(exc, ConnectionError),
                                    lambda: self.outage_calls.append("pause"),
-                                   lambda: self.outage_calls.append("resume"), RETRY_MAX_SECONDS, backlog)
+                                   lambda: self.outage_calls.append("resume"), RETRY_MAX_SECONDS, backlog,
+                                   lambda: not self.downloading)
             self.batcher.start()
         self.run(build())
 
@@ -215,6 +219,17 @@ class BatcherMachine(RuleBasedStateMachine):
             self.batcher.write_eagerly(eager)
         self.run(tell())
 
+    @rule(downloading=st.booleans())
+    def downloads_change(self, downloading: bool) -> None:
+        """The downloader takes a request, or its last one leaves (the store pipeline nudges then)."""
+        self.downloading = downloading
+
+        async def left() -> None:  # on the loop, as the response_received handler runs on the reactor's
+            assert self.batcher is not None
+            self.batcher.nudge()
+        if not downloading:
+            self.run(left())
+
     @precondition(lambda self: any(not f.done() for f in self.futures.values()))
     @rule(which=st.integers(0, 7))
     def caller_gives_up(self, which: int) -> None:
@@ -273,6 +288,7 @@ class BatcherMachine(RuleBasedStateMachine):
         if self.pending_write is None and not self.model.outage:  # not writing, not waiting to retry
             assert self.batcher.waiting < self.size, "a full batch waits with no write started"
             assert not (self.eager and self.batcher.waiting), "told to write eagerly, items wait for the timer"
+            assert self.downloading or not self.batcher.waiting, "nothing downloading, items wait for the timer"
 
     @invariant()
     def the_backlog_holds_exactly_when_the_hysteresis_says(self) -> None:

@@ -2,7 +2,7 @@
 
 Offers the shop gives no id were stored as ``PAGE#FORMAT/CONDITION/N``, N their position among the
 page's offers, so a page that reordered its offers or added one above renamed them (new offers,
-history left behind). They are named now as ``recordhound.normalize.offer_ids`` names them (page,
+history left behind). They are named now as ``recordhound.offer_names.offer_ids`` names them (page,
 format, condition, grades; ``~2``, ``~3`` only among equal ones, in their old order), so the next
 crawl of the page finds the same rows.
 
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from recordhound.items import Offer
-from recordhound.normalize import POSITIONAL_ID, offer_ids
+from recordhound.offer_names import POSITIONAL_ID, offer_ids
 
 revision = "0007"
 down_revision = "0006"
