@@ -121,8 +121,4 @@ def test_items_are_written_when_nothing_is_downloading_not_at_the_batch_time(dat
         assert not killed, "the crawl did not end in 120 s: its items waited for the batch time"
         assert crawler.process.returncode == 0, setup.log("crawl")[-3000:]
         assert_crawl_matches_truth(setup, truth)
-    db = ProductDb(database_url)
-    try:
-        assert_ids_consecutive(db)
-    finally:
-        db.close()
+    assert_ids_consecutive(database_url)

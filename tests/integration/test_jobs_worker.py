@@ -18,7 +18,6 @@ import pytest
 
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.truth import build_truth
-from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
 from tests.services import TRUSTED, PostgresDatabase
 
@@ -93,11 +92,7 @@ def test_a_worker_killed_mid_import_is_taken_over_and_the_import_resumes_at_the_
     assert job["progress"]["done"] == job["progress"]["total"]
     truth = build_truth(Catalog(RELEASES, seed=SEED))
     assert_product_db_matches(database, truth)
-    db = ProductDb(database)
-    try:
-        assert_ids_consecutive(db)
-    finally:
-        db.close()
+    assert_ids_consecutive(database)
 
 
 def test_stop_and_resume_a_queued_job_and_one_line_errors(tmp_path: Path, database: str) -> None:

@@ -80,7 +80,14 @@ def assert_product_db_matches(database_url: str, truth: dict[str, Any]) -> None:
         db.close()
 
 
-def assert_ids_consecutive(db: ProductDb) -> None:
+def assert_ids_consecutive(db: ProductDb | str) -> None:
+    """``db``: an open ProductDb, or a database URL (opened and closed here)."""
+    if isinstance(db, str):
+        opened = ProductDb(db)
+        try:
+            return assert_ids_consecutive(opened)
+        finally:
+            opened.close()
     counts, max_ids, sequences = db.counts(), db.max_ids(), db.sequences()
     for table, top in max_ids.items():
         assert (top or 0) == counts[table], f"{table}: max(id) {top} for {counts[table]} rows"
