@@ -33,9 +33,11 @@ LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
 USER_AGENT = "recordhound/0.1 (+catalog crawler)"
 
-# Scrapy's cookies middleware and remote-control extension, off above, are imported only when
-# turned on: stand-ins take their places in Scrapy's base lists (extensions/unused.py says why)
+# Scrapy's base list with a stand-in for its cookies middleware, imported only when COOKIES_ENABLED
+# is on (extensions/unused.py says why); name Scrapy's own in DOWNLOADER_MIDDLEWARES to turn it off or move it.
 DOWNLOADER_MIDDLEWARES_BASE = unused.swapped(_scrapy.DOWNLOADER_MIDDLEWARES_BASE, unused.Cookies)
+# Scrapy's base list with a stand-in for its remote-control extension, imported only when
+# REMOTE_CONTROL_ENABLED is on; name Scrapy's own in EXTENSIONS to turn it off or move it.
 EXTENSIONS_BASE = unused.swapped(_scrapy.EXTENSIONS_BASE, unused.RemoteControl)
 
 SCHEDULER = "recordhound.frontier.scheduler.FrontierScheduler"
@@ -156,7 +158,7 @@ RECORDHOUND_STORE_BATCH_SIZE = 200
 # their last analyze (autovacuum's rule), or by this many rows if fewer; 0: leave it to autovacuum (rows).
 RECORDHOUND_STORE_ANALYZE_ROWS = 100_000
 # A partial batch is written after waiting this long (seconds), or at once when nothing is downloading
-# (no page's items would join it soon: the last pages, a wait for a host or a retry).
+# and no request waits to start (no page's items would join it soon: the last pages, a retry's wait).
 RECORDHOUND_STORE_FLUSH_SECONDS = 0.5
 # Back-pressure: the crawl pauses while this many items wait for the product DB (collected or being
 # written; pages still downloading or being parsed count too) and resumes when half of them are stored,

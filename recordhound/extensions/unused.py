@@ -16,32 +16,45 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.python import global_object_name
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
 class WhenEnabled:
-    """Builds ``component`` (Scrapy's own class, by path) when ``setting`` is true; else not configured."""
+    """Builds ``component`` (Scrapy's own class, by path) when ``setting`` is true; else not configured.
+
+    A project that names the component in ``components`` itself (``None`` to turn it off or replace
+    it, a number to move it) has Scrapy build that entry as in any project, so the stand-in steps
+    aside: it would otherwise run the component a second time, or run it when it was turned off."""
 
     setting: ClassVar[str]
     component: ClassVar[str]
+    components: ClassVar[str]  # the project's setting that orders such components
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
-        if not crawler.settings.getbool(cls.setting):
+        if not crawler.settings.getbool(cls.setting) or cls._named_by_project(crawler):
             raise NotConfigured  # silently, as Scrapy's own component does when off
         return build_from_crawler(load_object(cls.component), crawler)
+
+    @classmethod
+    def _named_by_project(cls, crawler: Crawler) -> bool:
+        keys = crawler.settings.getdict(cls.components)
+        return any((key if isinstance(key, str) else global_object_name(key)) == cls.component for key in keys)
 
 
 class RemoteControl(WhenEnabled):
     setting = "REMOTE_CONTROL_ENABLED"
     component = "scrapy.extensions.remote_control.RemoteControl"
+    components = "EXTENSIONS"
 
 
 class Cookies(WhenEnabled):
     setting = "COOKIES_ENABLED"
     component = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+    components = "DOWNLOADER_MIDDLEWARES"
 
 
 def swapped(base: dict[str, int], stand_in: type[WhenEnabled]) -> dict[str, int]:

@@ -6,8 +6,10 @@
    outcome is orphaned (``engine.downloader.active``, ``engine.scraper.slot.is_idle()``).
 3. ``paused``: the engine starts no request now (``engine.paused``, set by ``pause()``, which
    ``recordhound/pause.py`` owns; the telnet console's ``engine.pause()`` too).
-4. ``downloading``: a request is in the downloader (``engine.downloader.active``): while none is,
-   the store writes what waits at once instead of at the batch time (``pipelines/batcher.py``).
+4. ``downloading``: a request is in the downloader (``engine.downloader.active``), and ``closing``:
+   the engine closes the spider (``ExecutionEngine._slot.closing``): when nothing downloads and no
+   request will start soon, the store writes what waits at once, not at the batch time
+   (``pipelines/store.py``).
 
 These are Scrapy internals, kept here only. ``tests/unit/test_engine_access.py`` fails when a
 Scrapy release renames them; without them the crawl still works, only slower to notice.
@@ -46,6 +48,11 @@ def downloading(crawler: Crawler) -> bool:
     """Whether any request is in the downloader (waiting for its slot or transferring); True if unknown."""
     active = getattr(getattr(crawler.engine, "downloader", None), "active", None)
     return True if active is None else bool(active)
+
+
+def closing(crawler: Crawler) -> bool:
+    """Whether the engine is closing the spider (it starts no request any more); False if unknown."""
+    return getattr(getattr(crawler.engine, "_slot", None), "closing", None) is not None
 
 
 def engine_idle(crawler: Crawler) -> bool:

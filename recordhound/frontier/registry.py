@@ -58,6 +58,13 @@ def report_failure(crawler: Crawler, request: object, problem: Problem) -> float
     return scheduler.report(frontier_id, problem)
 
 
+def requests_in_hand(crawler: Crawler) -> int:
+    """Requests this node leased and has not handed to the engine yet (waiting for their host's
+    politeness slot, or for the engine to ask): 0 without a frontier scheduler."""
+    scheduler = lookup(crawler)
+    return len(scheduler.book.in_hand) if scheduler is not None else 0
+
+
 def held_lease(crawler: Crawler, request: object) -> Held | None:
     """This process's lease of ``request`` (its recheck state; what its callback keeps in the next
     one), or None: not a request of the frontier."""

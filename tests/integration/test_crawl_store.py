@@ -122,3 +122,22 @@ def test_items_are_written_when_nothing_is_downloading_not_at_the_batch_time(dat
         assert crawler.process.returncode == 0, setup.log("crawl")[-3000:]
         assert_crawl_matches_truth(setup, truth)
     assert_ids_consecutive(database_url)
+
+
+def test_a_crawl_held_to_a_request_rate_keeps_its_batches(tmp_path: Path) -> None:
+    """Between two requests of a rate-limited host the downloader is empty while the next request
+    waits in the node's hand: that is no reason to write each page's items alone (each batch is a
+    few transactions). The batches stay about one per batch time; the crawl still matches the truth."""
+    from tests.integration.crawlers import CrawlSetup
+    from tests.integration.truthcheck import assert_crawl_matches_truth
+
+    database_url = f"sqlite:///{tmp_path / 'product.sqlite3'}"
+    with ShopProcess(60, seed=7) as shop:
+        truth = shop.truth()
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        crawler = setup.start("RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND=25")
+        assert crawler.wait(180) == 0, setup.log("crawl")[-3000:]
+        assert_crawl_matches_truth(setup, truth)
+    stats = crawler.stats()
+    items, batches = stats["recordhound/store/items"], stats["recordhound/store/batches"]
+    assert items >= len(truth["offers"]) // 2 and batches <= items // 3, (items, batches)

@@ -85,21 +85,33 @@ def test_a_node_does_not_import_the_components_its_settings_turn_off(tmp_path: P
     assert [name for name in OFF_AND_UNIMPORTED if name in imported] == []
 
 
-@pytest.mark.parametrize("enabled", [False, True])
+COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+REMOTE_CONTROL = "scrapy.extensions.remote_control.RemoteControl"
+
+
+@pytest.mark.parametrize(("enabled", "project"), [(False, None), (True, None), (True, "off"), (True, "moved")])
 def test_cookies_and_remote_control_work_when_a_setting_turns_them_on(tmp_path: Path, cookie_server: str,
-                                                                       enabled: bool) -> None:
+                                                                       enabled: bool, project: str | None) -> None:
+    """``project``: the project names Scrapy's components itself, as Scrapy's docs say to turn one
+    off (``None``) or move it (an order): Scrapy's entry is then the one that counts, once."""
     spider = tmp_path / "settings_check.py"
     spider.write_text(CHECK_SPIDER)
     out, jobs = tmp_path / "out.json", tmp_path / "jobs"
     jobs.mkdir()
     on = "true" if enabled else "false"
+    order = {None: None, "off": None, "moved": 650}[project]
+    entries = [] if project is None else ["-s", f"DOWNLOADER_MIDDLEWARES={json.dumps({COOKIES: order})}",
+                                          "-s", f"EXTENSIONS={json.dumps({REMOTE_CONTROL: order})}"]
     done = subprocess.run(
         [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a", f"base={cookie_server}",
-         "-a", f"out={out}", "-a", f"jobs={jobs}", "-s", f"COOKIES_ENABLED={on}",
+         "-a", f"out={out}", "-a", f"jobs={jobs}", "-s", f"COOKIES_ENABLED={on}", *entries,
          "-s", f"REMOTE_CONTROL_ENABLED={on}", "-s", f"REMOTE_CONTROL_JOBS_DIR={jobs}", "-s", "LOG_LEVEL=INFO"],
         cwd=tmp_path, env=crawl_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(out.read_text())
-    assert seen["cookie"] == ("region=eu" if enabled else "none")
-    assert [job["spider"] for job in seen["jobs"]] == (["settings_check"] if enabled else [])
+    working = enabled and project != "off"
+    assert seen["cookie"] == ("region=eu" if working else "none")
+    assert [job["spider"] for job in seen["jobs"]] == (["settings_check"] if working else [])
     assert list(jobs.iterdir()) == []  # the job file goes when the crawl ends
+    listed = done.stderr.split("Enabled downloader middlewares:", 1)[1].split("Enabled spider middlewares:", 1)[0]
+    assert listed.count("CookiesMiddleware") + listed.count("unused.Cookies") == (1 if working else 0), listed
