@@ -6,8 +6,9 @@
    outcome is orphaned (``engine.downloader.active``, ``engine.scraper.slot.is_idle()``).
 3. ``paused``: the engine starts no request now (``engine.paused``, set by ``pause()``, which
    ``recordhound/pause.py`` owns; the telnet console's ``engine.pause()`` too).
-4. ``downloading``: a request is in the downloader (``engine.downloader.active``), and ``closing``:
-   the engine closes the spider (``ExecutionEngine._slot.closing``): when nothing downloads and no
+4. ``downloading``: a request is in the downloader (``engine.downloader.active``), and ``will_ask``:
+   the engine will ask for requests soon (not paused, not closing: ``ExecutionEngine._slot.closing``,
+   its scraper not backing out: ``scraper.slot.needs_backout()``): when nothing downloads and no
    request will start soon, the store writes what waits at once, not at the batch time
    (``pipelines/store.py``).
 
@@ -50,9 +51,17 @@ def downloading(crawler: Crawler) -> bool:
     return True if active is None else bool(active)
 
 
-def closing(crawler: Crawler) -> bool:
-    """Whether the engine is closing the spider (it starts no request any more); False if unknown."""
-    return getattr(getattr(crawler.engine, "_slot", None), "closing", None) is not None
+def will_ask(crawler: Crawler) -> bool:
+    """Whether the engine will ask the scheduler for requests soon: not paused, not closing the spider
+    (``_slot.closing``), its scraper not backing out (``scraper.slot.needs_backout()``: it holds more
+    responses than ``SCRAPER_SLOT_MAX_ACTIVE_SIZE``); True if unknown."""
+    engine = crawler.engine
+    if engine is None or paused(crawler):
+        return engine is None
+    if getattr(getattr(engine, "_slot", None), "closing", None) is not None:
+        return False
+    backout = getattr(getattr(engine.scraper, "slot", None), "needs_backout", None)
+    return not (callable(backout) and backout())
 
 
 def engine_idle(crawler: Crawler) -> bool:

@@ -60,7 +60,7 @@ def report_failure(crawler: Crawler, request: object, problem: Problem) -> float
 
 def requests_in_hand(crawler: Crawler) -> int:
     """Requests this node leased and has not handed to the engine yet (waiting for their host's
-    politeness slot, or for the engine to ask): 0 without a frontier scheduler."""
+    politeness slot, or for the engine to ask: ``engine_access.will_ask``): 0 without a frontier scheduler."""
     scheduler = lookup(crawler)
     return len(scheduler.book.in_hand) if scheduler is not None else 0
 

@@ -22,6 +22,7 @@ from recordhound.backoff import backoff_seconds
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+QUIET_POLL_SECONDS = 0.1  # how often the timer looks whether what waits may be written before the batch time
 R = TypeVar("R")
 
 
@@ -162,8 +163,16 @@ class Batcher(Generic[T, R]):
                 self._resume()
 
     async def _tick(self) -> None:
+        """The batch time; between two, ``quiet`` is looked at every ``QUIET_POLL_SECONDS``: it turns
+        true on changes no call here marks (the engine begins to close, or pauses)."""
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self._flush_seconds
         while True:
-            await asyncio.sleep(self._flush_seconds)
+            await asyncio.sleep(min(self._flush_seconds, QUIET_POLL_SECONDS))
+            if loop.time() < due:
+                self._drain_if_due()
+                continue
+            due = loop.time() + self._flush_seconds
             self.tell_backlog()  # pages in flight finish without adding here (a listing, a 304)
             await asyncio.shield(self.flush())  # close() stops the timer, never a batch it is writing
 

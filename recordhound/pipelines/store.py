@@ -113,11 +113,12 @@ class StorePipeline:
     def _quiet(self) -> bool:
         """No page's items will join a batch soon, so waiting for the batch time would only delay
         them (a short crawl's end, the last pages of any crawl): nothing is downloading, and no
-        request waits to start (the engine is closing, or this node holds none in hand). A request
-        in hand waits for its host's politeness slot: a crawl held to N requests a second keeps its
-        batches (writing each page's items alone cost it 4-16 times the transactions)."""
+        request will start soon (this node holds none in hand, or the engine will not ask for one:
+        paused, closing, or its scraper full of pages that wait for these very items). A request in
+        hand otherwise waits for its host's politeness slot: a crawl held to N requests a second
+        keeps its batches (writing each page's items alone cost it 4-16 times the transactions)."""
         return not engine_access.downloading(self.crawler) and (
-            engine_access.closing(self.crawler) or not registry.requests_in_hand(self.crawler))
+            not registry.requests_in_hand(self.crawler) or not engine_access.will_ask(self.crawler))
 
     def _downloaded(self) -> None:
         """A response left the downloader (Scrapy's ``active`` no longer holds it): if it was the last,

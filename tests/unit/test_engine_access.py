@@ -19,3 +19,8 @@ def test_the_downloader_and_scraper_still_expose_what_idleness_is_read_from() ->
     assert "self.active" in inspect.getsource(Downloader.__init__)
     assert "self.slot" in inspect.getsource(scraper.Scraper.__init__)
     assert callable(scraper.Slot.is_idle)
+
+
+def test_the_engine_still_tells_when_it_will_not_ask_for_requests() -> None:
+    assert "self.closing" in inspect.getsource(engine._Slot.__init__)  # will_ask: closing
+    assert callable(scraper.Slot.needs_backout)  # will_ask: the scraper backs out
