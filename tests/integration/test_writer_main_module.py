@@ -151,9 +151,11 @@ def _launched_crawl(tmp_path: Path, database_url: str, launcher: str, seed: int,
     with ShopProcess(40, seed=seed) as shop:
         setup = CrawlSetup(tmp_path, shop.url, database_url)
         if crash_at:
-            # one batch for the whole crawl (a second of pages): every product page waits for it when it dies
-            crashed = setup.start("RECORDHOUND_STORE_FLUSH_SECONDS=5", name="crashed", program=program,
-                                  failpoints=f"{crash_at}=kill")
+            # one batch for the whole crawl (a second of pages): every product page waits for it when it dies.
+            # Held to a request rate, a request always waits in hand for its slot, so no batch is written
+            # before the batch time (5 s) or the crawl's last page (pipelines/store.py: _quiet)
+            crashed = setup.start("RECORDHOUND_STORE_FLUSH_SECONDS=5", "RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND=50",
+                                  name="crashed", program=program, failpoints=f"{crash_at}=kill")
             try:
                 assert crashed.wait(180) == -signal.SIGKILL, setup.log("crashed")[-3000:]
             finally:
