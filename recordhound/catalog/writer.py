@@ -104,8 +104,7 @@ class CatalogWriter:
             counts["prices_held"] += self.queue.hold_prices(
                 [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
             self.queue.reject(plan.rejected)
-            self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable]
-                              + [key for key, *_ in plan.rejected])
+            self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable])  # the rejected: by reject
             raced = self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling))
             failpoints.hit("store.after_review")
             counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
@@ -128,14 +127,12 @@ class CatalogWriter:
         self._reject(source_id, self._source_name(source_id), rejected, result)
 
     def _reject(self, source_id: int, name: str, rejected: list[tuple[Release, str]], result: BatchResult) -> None:
-        """Items that can never be written: recorded in the review queue with their reason, and no
-        longer held by an entry (an older version parked by an earlier crawl is not stored later)."""
+        """Items that can never be written: recorded in the review queue with their reason (and so no
+        longer parked: ``CrawlSide.reject``)."""
         if not rejected:
             return
-        keys = [gate.item_key(source_id, item) for item, _ in rejected]
-        self.queue.reject([(key, rejected_doc(item), gate.origin(source_id, name, item), reason)
-                           for key, (item, reason) in zip(keys, rejected)])
-        self.queue.unpark(keys)
+        self.queue.reject([(gate.item_key(source_id, item), rejected_doc(item), gate.origin(source_id, name, item),
+                            reason) for item, reason in rejected])
         result.counts["invalid"] += len(rejected)
         result.rejections += [(item.url if item.line is None else f"line {item.line}", reason)
                               for item, reason in rejected]

@@ -37,20 +37,18 @@ class CrawlSide(Side):
         return self.store.run(lambda txn: _park(txn, items, suggestions))
 
     def unpark(self, item_keys: list[str]) -> None:
-        """Items that were stored or rejected: no entry holds them any more."""
-        def work(txn: Txn) -> None:
-            for key, doc in txn.get_many(PARKED, item_keys).items():
-                for entry_id in doc["waits"]:
-                    txn.delete(waiting(entry_id), key)
-                txn.delete(PARKED, key)
+        """Items that were stored: no entry holds them any more."""
         if item_keys:
-            self.store.run(work)
+            self.store.run(lambda txn: _unpark(txn, item_keys))
 
     def reject(self, rejected: list[tuple[str, Doc, Origin, str]]) -> None:
-        """Items that cannot enter the product DB: (item key, item, origin, reason)."""
+        """Items that cannot enter the product DB: (item key, item, origin, reason). In the same
+        transaction no entry holds them any more: an older version parked by an earlier crawl is
+        not stored when its names are decided."""
         def work(txn: Txn) -> None:
             for key, item, origin, reason in rejected:
                 txn.put(REJECTED, key, {"item": item, **origin.doc(), "reason": reason, "at": _now()})
+            _unpark(txn, [key for key, *_ in rejected])
         if rejected:
             self.store.run(work)
 
@@ -142,3 +140,10 @@ def _sighted(txn: Txn, entries: dict[str, Doc], unknown: Unknown, origin: Origin
     if len(entry["sources"]) < SOURCES_KEPT and origin.doc() not in entry["sources"]:
         entry["sources"].append(origin.doc())
     return entry
+
+
+def _unpark(txn: Txn, item_keys: list[str]) -> None:
+    for key, doc in txn.get_many(PARKED, item_keys).items():
+        for entry_id in doc["waits"]:
+            txn.delete(waiting(entry_id), key)
+        txn.delete(PARKED, key)
