@@ -92,8 +92,6 @@ def _offers(raw: RawRelease, profile: Profile, release: Release, problem: Callab
     return [replace(offer, external_id=offer_id) for offer, offer_id in zip(offers, ids)]
 
 
-
-
 def _money(text: str | None, currency: str | None, profile: Profile, machine: bool,
            problem: Callable[[str, str], None]) -> tuple[Decimal | None, str | None]:
     if not text:

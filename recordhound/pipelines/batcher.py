@@ -22,8 +22,8 @@ from recordhound.backoff import backoff_seconds
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-QUIET_POLL_SECONDS = 0.1  # how often the timer looks whether what waits may be written before the batch time
 R = TypeVar("R")
+QUIET_POLL_SECONDS = 0.1  # how often the timer looks whether what waits may be written before the batch time
 
 
 class Backlog:
@@ -61,8 +61,9 @@ class Batcher(Generic[T, R]):
     """``is_transient(exc)`` says whether a failed write should be retried (the database is
     down) rather than failed; while retrying, ``pause``/``resume`` stop and restart the crawl.
     ``backlog``, when given, is told how many items wait after every change. ``quiet()`` true:
-    no item will join the batch soon (nothing is downloading), so what waits is written at once
-    instead of at the batch time; the caller calls ``nudge`` when that may have become true."""
+    no item will join the batch soon (the caller knows why: ``StorePipeline._quiet``), so what waits
+    is written at once instead of at the batch time; the caller calls ``nudge`` when that may have
+    become true, and the timer looks every ``QUIET_POLL_SECONDS``."""
 
     def __init__(self, write: Callable[[list[T]], Awaitable[R]], size: int, flush_seconds: float,
                  on_written: Callable[[R], None], is_transient: Callable[[Exception], bool],
@@ -104,7 +105,8 @@ class Batcher(Generic[T, R]):
         self._drain_if_due()
 
     def _batch_due(self) -> bool:
-        return len(self._pending) >= (1 if self.eager or self._quiet() else self._size)
+        waiting = len(self._pending)
+        return waiting >= self._size or (waiting > 0 and (self.eager or self._quiet()))
 
     def _drain_if_due(self) -> None:
         if self._batch_due() and (self._draining is None or self._draining.done()):
