@@ -82,12 +82,15 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
             if status == states.STOPPING and not stopping:
                 stopping = True
                 process.send_signal(signal.SIGTERM)
-            time.sleep(config.poll_seconds)
+            try:
+                process.wait(config.poll_seconds)  # the crawl's end is noticed at once, not at the next look
+            except subprocess.TimeoutExpired:
+                pass
+        beat(pages.progress(None))  # the counts of the crawl's end, not of the last look
     finally:
         if process.poll() is None:  # the worker itself is stopping: let the crawl return its leases
             _stop_crawl(process, config.stop_seconds)
         pages.close()
-    beat(pages.progress(None))
     if process.returncode != 0:
         raise JobFailed(f"the crawl exited with code {process.returncode} (log: {LOG_DIR}/job-{job.id}.log)")
     return states.STOPPED if stopping else states.DONE
@@ -106,7 +109,7 @@ def _stop_crawl(process: subprocess.Popen[bytes], seconds: float) -> None:
 
 
 class FramePages:
-    """A crawl job's progress: the frontier's done and to-fetch counts (pages)."""
+    """A crawl job's progress in pages: done, of done + to fetch + in a node's hand (leased)."""
 
     def __init__(self, job: Job, settings: BaseSettings) -> None:
         from recordhound.frontier.factory import make_backend
@@ -129,8 +132,8 @@ class FramePages:
         except Exception as exc:  # noqa: BLE001 - the store may not exist yet, or be down: no progress now
             logger.debug("No frontier counts yet: %s", exc)
             return {"pid": pid}
-        changes: dict[str, Any] = {"pid": pid, "progress": {"done": counts.done, "total": counts.done + counts.to_fetch,
-                                                            "unit": "pages"}}
+        total = counts.done + counts.to_fetch + counts.leased_total
+        changes: dict[str, Any] = {"pid": pid, "progress": {"done": counts.done, "total": total, "unit": "pages"}}
         if self.base is None:
             self.base = counts.done
         elif counts.done and counts.done != self.base and not self.first_page:
@@ -165,6 +168,7 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
                 stopping = True
                 client.cancel(external)
             time.sleep(config.poll_seconds)
+        beat({**pages.progress(None), "external": external})  # the counts of the crawl's end
     finally:
         pages.close()
     return states.STOPPED if stopping else states.DONE

@@ -9,7 +9,10 @@ import os
 import subprocess
 import sys
 
+from recordhound.frontier.redis import RedisFrontier
+from recordhound.redis_client import crawl_prefix
 from tests.integration.test_scrapyd import _assert_stored, deployment  # noqa: F401 - the fixture
+from tests.services import redis_url
 
 
 def test_a_crawl_job_runs_on_scrapyd_when_one_is_configured(deployment) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
@@ -23,7 +26,13 @@ def test_a_crawl_job_runs_on_scrapyd_when_one_is_configured(deployment) -> None:
     assert ran.returncode == 0, ran.stderr[-3000:]
     [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
     assert job["status"] == "done" and job["external"].startswith("demo--job"), job
-    assert job["progress"]["done"] == job["progress"]["total"] > 1000  # pages, from the shared frontier
+    frontier = RedisFrontier(redis_url(), crawl_prefix(prefix, "demo"))
+    frontier.open()
+    counts = frontier.counts()
+    frontier.close()
+    assert counts.drained and counts.done > 1000, counts
+    # the counts of the crawl's end (read after scrapyd lists it finished), not of the worker's last look
+    assert job["progress"] == {"done": counts.done, "total": counts.done, "unit": "pages"}
     finished = {found["id"] for found in deploy.client().jobs()["finished"]}
     assert job["external"] in finished
     _assert_stored(shop, deploy.env["DATABASE_URL"])

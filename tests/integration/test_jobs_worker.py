@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from recordhound.demo.catalog import Catalog
+from recordhound.demo.process import ShopProcess
 from recordhound.demo.truth import build_truth
 from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
 from tests.services import TRUSTED, PostgresDatabase
@@ -109,3 +110,22 @@ def test_stop_and_resume_a_queued_job_and_one_line_errors(tmp_path: Path, databa
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no " in missing.stderr
     assert _cli(tmp_path, database, "job", "resume", str(job["id"])).returncode == 0
     assert _jobs(tmp_path, database)[0]["status"] == "queued"
+
+
+def test_a_crawl_job_ends_with_the_frontier_s_final_counts_not_a_reading_from_the_middle(
+        tmp_path: Path, database: str) -> None:
+    """The worker looks at a running crawl every poll (here 30 s, longer than the crawl): it notices
+    the end at once, and the job keeps the counts of the crawl's end (pages in hand count as to do)."""
+    with ShopProcess(RELEASES, seed=SEED) as shop:
+        assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+        ran = subprocess.run([sys.executable, "-m", "recordhound", "worker", "--once", *TRUSTED,
+                              "-s", "RECORDHOUND_WORKER_POLL_SECONDS=30"], cwd=tmp_path, env=_env(database),
+                             capture_output=True, text=True, timeout=300)
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        assert_product_db_matches(database, shop.truth())
+    [job] = _jobs(tmp_path, database)
+    status = _cli(tmp_path, database, "frontier", "status", "--source", "demo", "--json")
+    assert status.returncode == 0, status.stderr
+    [crawl] = json.loads(status.stdout)
+    assert crawl["queued"] == 0 and crawl["done"] > RELEASES, crawl
+    assert (job["status"], job["progress"]) == ("done", {"done": crawl["done"], "total": crawl["done"], "unit": "pages"})
