@@ -28,6 +28,7 @@ from recordhound.db.engine import lock_for_writing
 from recordhound.db.offers import set_price
 from recordhound.catalog.apply_batch import write_batch
 from recordhound.catalog.writer import CatalogWriter
+from recordhound.review import gate
 from recordhound.review.items import release_from_doc
 from recordhound.review.queue import ReviewError, ReviewQueue
 from recordhound.text import name_key
@@ -201,9 +202,11 @@ class ApplyWorker:
         counts: Counter[str] = Counter()
         by_source: dict[int, list[Doc]] = {}
         for parked in self.queue.parked_items_many(entry_ids):
-            by_source.setdefault(int(parked["source_id"]), []).append(parked["item"])
+            by_source.setdefault(int(parked["source_id"]), []).append(parked)
         for source_id, docs in by_source.items():
-            result = self.writer.write(source_id, [release_from_doc(d) for d in docs], trusted=False)
+            items = [release_from_doc(doc["item"]) for doc in docs]
+            read = {gate.item_key(source_id, item): doc for item, doc in zip(items, docs)}
+            result = self.writer.write(source_id, items, trusted=False, parked=read)  # only what is still parked so
             counts.update({k: v for k, v in result.counts.items()
-                           if k in ("stored", "parked", "rejected", "prices_held") and v})
+                           if k in ("stored", "parked", "rejected", "prices_held", "superseded") and v})
         return counts

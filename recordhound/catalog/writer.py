@@ -25,6 +25,7 @@ from recordhound.items import Offer, Release
 from recordhound.review import gate
 from recordhound.review.items import rejected_doc
 from recordhound.review.factory import open_queue
+from recordhound.review.docstore import Doc
 from recordhound.review.queue import PriceHold, ReviewQueue
 from recordhound.review.suggest import NameIndex
 from recordhound.text import catalog_number_key, name_key
@@ -55,9 +56,16 @@ class CatalogWriter:
         # more artists and labels than a writer can hold all crawl long; a forgotten one is read again)
         self.recorded: Recent[Match] = Recent(matches_kept)
 
-    def write(self, source_id: int, items: list[Release], trusted: bool | None = None) -> BatchResult:
+    def write(self, source_id: int, items: list[Release], trusted: bool | None = None,
+              parked: dict[str, Doc] | None = None) -> BatchResult:
         """Product-DB writes commit first, then the queue is told: a crash in between re-runs
-        the batch (the frontier never acked it), which finds the rows already there.
+        the batch (the frontier never acked it), which finds the rows already there. A stored
+        item is no longer parked from inside the same product-DB write lock.
+
+        ``parked``: the apply worker releasing items an entry held back (item key → the parked
+        version it read). Only the items still parked as read are written, under the write lock;
+        one a crawl stored, parked again or rejected since is left as the crawl left it (counted
+        ``superseded``), and only the versions read are unparked.
 
         An item that breaks the schema is rejected with its reason before anything is written;
         one the database still refuses (a constraint) is found by writing the batch one item
@@ -71,7 +79,7 @@ class CatalogWriter:
         self._reject(source_id, name, [(item, reason) for item, reason in problems if reason is not None], result)
         valid = [item for item, reason in problems if reason is None]
         try:
-            self._write_valid(source_id, name, valid, trust, result)
+            self._write_valid(source_id, name, valid, trust, result, parked)
         except Exception as exc:
             if not errors.is_row_error(exc) or len(valid) < 2:
                 if errors.is_row_error(exc):
@@ -80,7 +88,7 @@ class CatalogWriter:
                 raise
             for item in valid:  # find the item the database refuses; the others are written
                 try:
-                    self._write_valid(source_id, name, [item], trust, result)
+                    self._write_valid(source_id, name, [item], trust, result, parked)
                 except Exception as item_exc:
                     if not errors.is_row_error(item_exc):
                         raise
@@ -88,24 +96,32 @@ class CatalogWriter:
         return result
 
     def _write_valid(self, source_id: int, name: str, todo: list[Release], trust: bool,
-                     result: BatchResult) -> None:
+                     result: BatchResult, parked: dict[str, Doc] | None) -> None:
         names: dict[str, NameIndex] = {}  # per kind, built once a batch
         counts: Counter[str] = Counter()
         for _ in range(RACE_ROUNDS):
             problems: list[tuple[str, str, str]] = []
             with self.engine.begin() as conn:
                 lock_for_writing(conn)
+                if parked is not None:
+                    todo = self._still_parked(source_id, todo, parked, counts)
                 plan = gate.plan(conn, self.queue, source_id, name, todo, trust)
                 held = _write(conn, source_id, plan, self.last_seen_resolution,
                               self.policy.price_threshold_pct, counts, problems)
                 recorded = self._record_matches(conn, source_id, plan)
+                stored = [gate.item_key(source_id, i) for i in plan.writable]
+                if parked is None:  # before the lock is let go: a release of an older version finds it gone
+                    self.queue.unpark(stored)
+                failpoints.hit("store.before_commit")
             self.recorded.update(recorded)  # committed
             failpoints.hit("store.after_commit")
             counts["prices_held"] += self.queue.hold_prices(
                 [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
-            self.queue.reject(plan.rejected)
-            self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable])  # the rejected: by reject
-            raced = self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling))
+            self.queue.reject(plan.rejected)  # they are unparked with it
+            if parked is not None:  # after the commit: a crash before it releases them again
+                self.queue.unpark(stored, expected=parked)
+            raced = self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling),
+                                    expected=parked)
             failpoints.hit("store.after_review")
             counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
                            "parked": len(plan.parked) - len(raced)})
@@ -116,11 +132,18 @@ class CatalogWriter:
                 result.problems += problems
                 self.statistics.wrote(len(plan.writable))
                 return
-            parked = {p.key for p in raced}
-            todo = [i for i in todo if gate.item_key(source_id, i) in parked]
+            again = {p.key for p in raced}
+            todo = [i for i in todo if gate.item_key(source_id, i) in again]
         # decisions kept landing between our read and our park: nothing of the batch may be
         # acked as if it were settled, so the caller writes the whole batch again (idempotent)
         raise errors.WriteRaceError(f"{len(todo)} items raced with review decisions {RACE_ROUNDS} times")
+
+    def _still_parked(self, source_id: int, todo: list[Release], parked: dict[str, Doc],
+                      counts: Counter[str]) -> list[Release]:
+        still = self.queue.still_parked(parked)
+        kept = [item for item in todo if gate.item_key(source_id, item) in still]
+        counts["superseded"] += len(todo) - len(kept)
+        return kept
 
     def reject(self, source_id: int, rejected: list[tuple[Release, str]], result: BatchResult) -> None:
         """Items rejected before they reached the writer (``worker.write_each``: ones it cannot read)."""

@@ -27,19 +27,28 @@ class CrawlSide(Side):
             return found
         return self.store.run(work)
 
-    def park(self, items: list[Parked], suggest: Callable[[str, str], list[Doc]]) -> list[Parked]:
+    def park(self, items: list[Parked], suggest: Callable[[str, str], list[Doc]],
+             expected: dict[str, Doc] | None = None) -> list[Parked]:
         """Hold items back under their pending entries (created on first sight).
 
         Returns the items not parked because one of their entries was decided meanwhile:
-        the caller resolves them again (the decision is visible now)."""
+        the caller resolves them again (the decision is visible now). With ``expected`` (item
+        key → the parked version the caller read), an item parked otherwise since is left alone."""
         new_keys = self.store.run(lambda txn: _unindexed(txn, items))
         suggestions = {key: suggest(key[0], key[2]) for key in new_keys}  # outside the transaction
-        return self.store.run(lambda txn: _park(txn, items, suggestions))
+        return self.store.run(lambda txn: _park(txn, items, suggestions, expected))
 
-    def unpark(self, item_keys: list[str]) -> None:
-        """Items that were stored: no entry holds them any more."""
+    def unpark(self, item_keys: list[str], expected: dict[str, Doc] | None = None) -> None:
+        """Items that were stored: no entry holds them any more. With ``expected`` (item key → the
+        parked version the caller read), only the items still parked as read."""
         if item_keys:
-            self.store.run(lambda txn: _unpark(txn, item_keys))
+            self.store.run(lambda txn: _unpark(txn, item_keys, expected))
+
+    def still_parked(self, expected: dict[str, Doc]) -> set[str]:
+        """The item keys still parked as the caller read them (``expected``: key → parked version)."""
+        def work(txn: Txn) -> set[str]:
+            return {key for key, doc in txn.get_many(PARKED, list(expected)).items() if doc == expected[key]}
+        return self.store.run(work) if expected else set()
 
     def reject(self, rejected: list[tuple[str, Doc, Origin, str]]) -> None:
         """Items that cannot enter the product DB: (item key, item, origin, reason). In the same
@@ -88,7 +97,8 @@ def _unindexed(txn: Txn, items: list[Parked]) -> set[tuple[str, str, str]]:
     return {(u.kind, u.name_key, u.spelling) for key, u in wanted.items() if key not in found}
 
 
-def _park(txn: Txn, items: list[Parked], suggestions: dict[tuple[str, str, str], list[Doc]]) -> list[Parked]:
+def _park(txn: Txn, items: list[Parked], suggestions: dict[tuple[str, str, str], list[Doc]],
+          expected: dict[str, Doc] | None) -> list[Parked]:
     suggested = {(kind, key): s for (kind, key, _), s in suggestions.items()}
     # one round trip each for what the loop below reads (a Redis transaction caches its reads)
     known = txn.get_many(INDEX, list({index_key(u.kind, u.name_key) for i in items for u in i.waits}))
@@ -105,6 +115,8 @@ def _park(txn: Txn, items: list[Parked], suggestions: dict[tuple[str, str, str],
             ids.append(entry["id"])
         else:
             old = txn.get(PARKED, item.key)
+            if expected is not None and old != expected.get(item.key):
+                continue  # parked, stored or rejected by a crawl since the caller read it: left as it is
             for stale in set(old["waits"] if old else ()) - set(ids):
                 txn.delete(waiting(stale), item.key)
             for entry_id in ids:
@@ -142,8 +154,10 @@ def _sighted(txn: Txn, entries: dict[str, Doc], unknown: Unknown, origin: Origin
     return entry
 
 
-def _unpark(txn: Txn, item_keys: list[str]) -> None:
+def _unpark(txn: Txn, item_keys: list[str], expected: dict[str, Doc] | None = None) -> None:
     for key, doc in txn.get_many(PARKED, item_keys).items():
+        if expected is not None and doc != expected.get(key):
+            continue
         for entry_id in doc["waits"]:
             txn.delete(waiting(entry_id), key)
         txn.delete(PARKED, key)

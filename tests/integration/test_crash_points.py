@@ -33,6 +33,7 @@ POINTS = {  # crash point → the hit that kills (mid-crawl, not at the first st
     "spider.item_settled": 40,
     "frontier.before_flush": 6,
     "frontier.after_flush": 6,
+    "store.before_commit": 3,
     "store.after_commit": 3,
     "store.after_review": 3,
 }

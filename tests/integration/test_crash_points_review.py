@@ -78,3 +78,39 @@ def test_import_killed_between_commit_and_progress_resumes_without_doubles(env: 
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Resuming" in again.stderr  # at the first line of the batch whose progress was not recorded
     assert_product_db_matches(env.database_url, truth)
+
+
+@pytest.mark.parametrize("apply_killed_at", ["store.before_commit", "store.after_commit"])
+def test_kills_around_unparking_released_and_recrawled_items_lose_nothing(env: ReviewEnv, tmp_path: Path,
+                                                                          apply_killed_at: str) -> None:
+    """Items parked on names nobody knew; every name approved. The apply worker dies in the write of
+    the items it releases (before its commit: nothing stored; after it: stored, still parked); the
+    source is read again and dies after its batch unparked the items, before its commit; both run
+    again: every item is stored once, nothing stays parked, ids and sequences consecutive."""
+    catalog = Catalog(40, seed=5)
+    truth = build_truth(catalog)
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(feeds.to_csv(catalog))
+    args = ("import", "demo_feed", "--file", str(feed), "--batch-size", "500")
+    parked = _run(env, tmp_path, *args)
+    assert parked.returncode == 0, parked.stderr[-3000:]
+    assert offer_skus(env) == set() and env.queue.counts()["parked"] == len(truth["offers"])
+    for entry in env.queue.entries():
+        env.queue.decide(entry["id"], "approve")
+    apply = ("apply", "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=1")
+    killed = _run(env, tmp_path, *apply, failpoints=f"{apply_killed_at}=kill")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert env.queue.counts()["parked"] == len(truth["offers"])  # released items are unparked after the commit
+    again = (*args, "--restart")
+    killed = _run(env, tmp_path, *again, failpoints="store.before_commit=kill")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert env.queue.counts()["parked"] == 0  # unparked in the transaction that died
+    assert _run(env, tmp_path, *again).returncode == 0
+    time.sleep(1.2)  # the dead apply worker's lease runs out
+    applied = _run(env, tmp_path, *apply)
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    assert env.queue.jobs("failed") == [] and env.queue.counts()["parked"] == 0
+    assert_product_db_matches(env.database_url, truth)
+    db = ProductDb(env.database_url)
+    assert_ids_consecutive(db)
+    db.close()

@@ -177,6 +177,41 @@ def test_an_item_rejected_later_is_no_longer_held_by_its_old_parked_version(env:
     assert env.queue.counts()["parked"] == 0
 
 
+@pytest.mark.parametrize("meanwhile", ["stored", "parked", "rejected"])
+def test_a_crawl_between_the_apply_s_read_and_its_write_is_not_undone(
+        env: ReviewEnv, monkeypatch: pytest.MonkeyPatch, meanwhile: str) -> None:
+    """The apply worker reads the items an approved name held back, then writes them. A crawl's batch
+    landing in between (a newer version stored, or parked on another new name, or rejected) wins:
+    the old parked version is not written over it, nor parked again."""
+    source = env.source()
+    env.writer().write(source, [release("k1", ["Newcomer"], price="10.00"), release("k2", ["Newcomer"])])
+    newer = {"stored": release("k1", ["Newcomer"], price="20.00", title="Title k1, remastered"),
+             "parked": release("k1", ["Newcomer", "Stranger"], price="20.00", title="Title k1, remastered"),
+             "rejected": release("k1", ["Newcomer"], title="x" * 600)}[meanwhile]
+    read = env.queue.parked_items_many
+
+    def a_crawl_meanwhile(entry_ids: list[int]) -> list[dict]:  # type: ignore[type-arg]
+        found = read(entry_ids)
+        monkeypatch.setattr(env.queue, "parked_items_many", read)
+        env.writer().write(source, [newer])
+        return found
+
+    monkeypatch.setattr(env.queue, "parked_items_many", a_crawl_meanwhile)
+    decide_and_apply(env, "Newcomer", "approve")
+    offers = "SELECT o.external_id, o.price, r.title FROM offers o JOIN releases r ON r.id = o.release_id ORDER BY 1"
+    k2 = ("k2", Decimal("10.00"), "Title k2")
+    if meanwhile == "stored":
+        assert rows(env, offers) == [("k1", Decimal("20.00"), "Title k1, remastered"), k2]
+    else:
+        assert rows(env, offers) == [k2]
+    assert env.queue.counts()["parked"] == (1 if meanwhile == "parked" else 0)
+    if meanwhile == "parked":
+        decide_and_apply(env, "Stranger", "approve")
+        assert rows(env, offers) == [("k1", Decimal("20.00"), "Title k1, remastered"), k2]
+    assert [r["key"] for r in env.queue.rejected()] == ([f"{source}:k1"] if meanwhile == "rejected" else [])
+    assert rows(env, "SELECT id FROM releases ORDER BY id") == [(1,), (2,)][:2 if meanwhile != "rejected" else 1]
+
+
 def test_edit_changes_the_name_then_approves(env: ReviewEnv) -> None:
     source = env.source()
     env.writer().write(source, [release("e1", ["Aphex Twim"])])
