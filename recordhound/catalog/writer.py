@@ -76,14 +76,15 @@ class CatalogWriter:
         result = BatchResult(items=len(todo))
         name = self._source_name(source_id)
         problems = [(item, _problem(item)) for item in todo]  # each item checked once
-        self._reject(source_id, name, [(item, reason) for item, reason in problems if reason is not None], result)
+        self._reject(source_id, name, [(item, reason) for item, reason in problems if reason is not None], result,
+                     parked)
         valid = [item for item, reason in problems if reason is None]
         try:
             self._write_valid(source_id, name, valid, trust, result, parked)
         except Exception as exc:
             if not errors.is_row_error(exc) or len(valid) < 2:
                 if errors.is_row_error(exc):
-                    self._reject(source_id, name, [(valid[0], errors.describe(exc))], result)
+                    self._reject(source_id, name, [(valid[0], errors.describe(exc))], result, parked)
                     return result
                 raise
             for item in valid:  # find the item the database refuses; the others are written
@@ -92,7 +93,7 @@ class CatalogWriter:
                 except Exception as item_exc:
                     if not errors.is_row_error(item_exc):
                         raise
-                    self._reject(source_id, name, [(item, errors.describe(item_exc))], result)
+                    self._reject(source_id, name, [(item, errors.describe(item_exc))], result, parked)
         return result
 
     def _write_valid(self, source_id: int, name: str, todo: list[Release], trust: bool,
@@ -117,7 +118,7 @@ class CatalogWriter:
             failpoints.hit("store.after_commit")
             counts["prices_held"] += self.queue.hold_prices(
                 [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
-            self.queue.reject(plan.rejected)  # they are unparked with it
+            self.queue.reject(plan.rejected, expected=parked)  # they are unparked with it
             if parked is not None:  # after the commit: a crash before it releases them again
                 self.queue.unpark(stored, expected=parked)
             raced = self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling),
@@ -149,13 +150,14 @@ class CatalogWriter:
         """Items rejected before they reached the writer (``worker.write_each``: ones it cannot read)."""
         self._reject(source_id, self._source_name(source_id), rejected, result)
 
-    def _reject(self, source_id: int, name: str, rejected: list[tuple[Release, str]], result: BatchResult) -> None:
+    def _reject(self, source_id: int, name: str, rejected: list[tuple[Release, str]], result: BatchResult,
+                parked: dict[str, Doc] | None = None) -> None:
         """Items that can never be written: recorded in the review queue with their reason (and so no
-        longer parked: ``CrawlSide.reject``)."""
+        longer parked: ``CrawlSide.reject``; ``parked``: as ``write``'s)."""
         if not rejected:
             return
         self.queue.reject([(gate.item_key(source_id, item), rejected_doc(item), gate.origin(source_id, name, item),
-                            reason) for item, reason in rejected])
+                            reason) for item, reason in rejected], parked)
         result.counts["invalid"] += len(rejected)
         result.rejections += [(item.url if item.line is None else f"line {item.line}", reason)
                               for item, reason in rejected]

@@ -50,14 +50,17 @@ class CrawlSide(Side):
             return {key for key, doc in txn.get_many(PARKED, list(expected)).items() if doc == expected[key]}
         return self.store.run(work) if expected else set()
 
-    def reject(self, rejected: list[tuple[str, Doc, Origin, str]]) -> None:
+    def reject(self, rejected: list[tuple[str, Doc, Origin, str]], expected: dict[str, Doc] | None = None) -> None:
         """Items that cannot enter the product DB: (item key, item, origin, reason). In the same
         transaction no entry holds them any more: an older version parked by an earlier crawl is
-        not stored when its names are decided."""
+        not stored when its names are decided. With ``expected`` (item key → the parked version
+        the caller read), only the items still parked as read."""
         def work(txn: Txn) -> None:
+            current = txn.get_many(PARKED, [key for key, *_ in rejected]) if expected is not None else {}
             for key, item, origin, reason in rejected:
-                txn.put(REJECTED, key, {"item": item, **origin.doc(), "reason": reason, "at": _now()})
-            _unpark(txn, [key for key, *_ in rejected])
+                if expected is None or current.get(key) == expected.get(key):
+                    txn.put(REJECTED, key, {"item": item, **origin.doc(), "reason": reason, "at": _now()})
+            _unpark(txn, [key for key, *_ in rejected], expected)
         if rejected:
             self.store.run(work)
 

@@ -212,6 +212,29 @@ def test_a_crawl_between_the_apply_s_read_and_its_write_is_not_undone(
     assert rows(env, "SELECT id FROM releases ORDER BY id") == [(1,), (2,)][:2 if meanwhile != "rejected" else 1]
 
 
+def test_the_apply_s_rejection_of_an_old_version_leaves_a_newer_one_parked_meanwhile(
+        env: ReviewEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The only artist of a parked item is skipped: the apply rejects the version it read. A crawl
+    that parked a newer version on another new name just before that rejection keeps it parked:
+    approving that name stores the newer version (before, it was unparked and never stored)."""
+    source = env.source()
+    env.writer().write(source, [release("k1", ["Newcomer"], price="10.00")])
+    newer = release("k1", ["Newcomer", "Stranger"], price="20.00", title="Title k1, remastered")
+    reject = env.queue.reject
+
+    def a_crawl_first(rejected, expected=None):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(env.queue, "reject", reject)
+        assert env.writer().write(source, [newer]).counts["parked"] == 1
+        return reject(rejected, expected)
+
+    monkeypatch.setattr(env.queue, "reject", a_crawl_first)
+    decide_and_apply(env, "Newcomer", "skip")
+    assert env.queue.counts()["parked"] == 1 and env.queue.rejected() == []
+    decide_and_apply(env, "Stranger", "approve")
+    offers = "SELECT o.external_id, o.price, r.title FROM offers o JOIN releases r ON r.id = o.release_id"
+    assert rows(env, offers) == [("k1", Decimal("20.00"), "Title k1, remastered")]
+
+
 def test_edit_changes_the_name_then_approves(env: ReviewEnv) -> None:
     source = env.source()
     env.writer().write(source, [release("e1", ["Aphex Twim"])])
