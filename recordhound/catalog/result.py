@@ -15,3 +15,10 @@ class BatchResult:
     counts: Counter[str] = field(default_factory=Counter)
     rejections: list[tuple[str, str]] = field(default_factory=list)  # (url or line, reason)
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, url, what): written, with a flaw
+
+    def add(self, other: BatchResult) -> None:
+        """``other``'s items, counts, rejections and problems added to these."""
+        self.items += other.items
+        self.counts.update(other.counts)
+        self.rejections += other.rejections
+        self.problems += other.problems

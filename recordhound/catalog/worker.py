@@ -91,3 +91,12 @@ def write_each(source_id: int, pickled: list[tuple[bytes, bytes | str]]) -> Batc
     result.items += len(unreadable)
     _writer.reject(source_id, unreadable, result)
     return result
+
+
+def reject(source_id: int, rejected: list[tuple[bytes, str]]) -> BatchResult:
+    """Items the crawler gives up on, rejected with the reason: (the item's identity as a plain
+    ``Release``, pickled; why). The review queue lists them, as every rejected item."""
+    assert _writer is not None, "worker.init() was not called in this process"
+    result = BatchResult(items=len(rejected))
+    _writer.reject(source_id, [(pickle.loads(identity), reason) for identity, reason in rejected], result)  # noqa: S301
+    return result

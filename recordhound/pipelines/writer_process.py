@@ -7,7 +7,11 @@ neither the first batch nor a short crawl's close waits for it (``bench/startup.
 never took a batch is stopped at close without waiting for its start (a graceful stop right after
 open, a crawl with nothing to store). The child ignores SIGINT: a terminal's Ctrl-C reaches the
 whole process group, and stopping is the crawler's to decide (it writes what waits, then closes
-the writer). A writer that dies is replaced by the next write, which the batcher retries.
+the writer). A writer that dies is replaced at once, and the batcher retries the batch. One that
+dies again on the same batch gets its items one at a time, each in a new writer: an item that kills
+it ``DEATHS_PER_ITEM`` times alone is rejected with the reason, the rest are written. Only when
+every item of the batch does (the writer dies whatever it writes: memory, the system) is the batch
+retried whole again, as in an outage.
 """
 
 from __future__ import annotations
@@ -22,27 +26,31 @@ import pickle
 import signal
 import sys
 import threading
+import time
 import types
 from collections.abc import Iterator
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 from recordhound.catalog import worker
+from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.items import FieldProblem, Offer, Release
 from recordhound.text import text_or
 
-if TYPE_CHECKING:
-    from recordhound.catalog.result import BatchResult
 
 logger = logging.getLogger(__name__)
+DEATHS_PER_ITEM = 2  # an item alone that kills a new writer this many times in a row is rejected
 
 
 class WriterProcess:
     def __init__(self, config: StoreConfig, review: ReviewConfig, trusted: bool) -> None:
         self._args = (config, review, trusted)
         self._executor: Executor | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None  # the child, for its exit code
         self._used = False  # a batch was handed to this writer
+        self._broke_on: tuple[int, ...] = ()  # the batch the writer died on last (its items' ids)
 
     def start(self) -> None:
         config, review, trusted = self._args
@@ -57,30 +65,79 @@ class WriterProcess:
         spawning = contextlib.nullcontext() if config.writer == "thread" else _spawning()
         with spawning:  # a child process is spawned by this submit
             started = executor.submit(worker.ready)
+        self._process = next(iter((getattr(executor, "_processes", None) or {}).values()), None)
         started.add_done_callback(lambda done: self._start_failed(done, executor))
 
     async def write(self, source_id: int, items: list[Release]) -> BatchResult:
         assert self._executor is not None, "the writer was not started"
         self._used = True
-        loop, executor = asyncio.get_running_loop(), self._executor
         try:
-            if not isinstance(executor, ProcessPoolExecutor):
-                written = await loop.run_in_executor(executor, worker.write, source_id, items)
-                assert written is not None
-                return written
-            items = [plain(item) for item in items]
-            try:
-                batch: bytes | None = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)  # what the executor did
-            except Exception:  # noqa: BLE001 - whatever pickling raises: the items are told apart below
-                batch = None
-            written = await loop.run_in_executor(executor, worker.write, source_id, batch) if batch else None
-            if written is None:  # one of them cannot be pickled here or read there: item by item
-                written = await loop.run_in_executor(executor, worker.write_each, source_id, _one_by_one(items))
-            return written
+            written = await self._submit(source_id, items)
         except BrokenExecutor:
-            logger.error("The database writer process died; starting a new one")
-            self.start()
-            raise
+            self._restart()
+            batch, self._broke_on = self._broke_on, tuple(map(id, items))  # the batcher retries the same items
+            if batch != self._broke_on:
+                raise
+            self._broke_on = ()
+            logger.error("The database writer process died twice on the same batch (%d items): writing its items "
+                         "one at a time", len(items))
+            return await self._one_at_a_time(source_id, items)
+        self._broke_on = ()
+        return written
+
+    async def _submit(self, source_id: int, items: list[Release]) -> BatchResult:
+        loop, executor = asyncio.get_running_loop(), self._executor
+        assert executor is not None, "the writer was not started"
+        if not isinstance(executor, ProcessPoolExecutor):
+            written = await loop.run_in_executor(executor, worker.write, source_id, items)
+            assert written is not None
+            return written
+        items = [plain(item) for item in items]
+        try:
+            batch: bytes | None = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)  # what the executor did
+        except Exception:  # noqa: BLE001 - whatever pickling raises: the items are told apart below
+            batch = None
+        written = await loop.run_in_executor(executor, worker.write, source_id, batch) if batch else None
+        if written is None:  # one of them cannot be pickled here or read there: item by item
+            written = await loop.run_in_executor(executor, worker.write_each, source_id, _one_by_one(items))
+        return written
+
+    async def _one_at_a_time(self, source_id: int, items: list[Release]) -> BatchResult:
+        """A batch the writer died on twice: each item alone; the ones that kill a new writer
+        ``DEATHS_PER_ITEM`` times in a row are rejected with the reason."""
+        total = BatchResult()
+        fatal: list[tuple[bytes, str]] = []
+        for position, item in enumerate(items):
+            for _ in range(DEATHS_PER_ITEM):
+                try:
+                    total.add(await self._submit(source_id, [item]))
+                    break
+                except BrokenExecutor:
+                    why = self._restart()
+            else:
+                fatal.append((pickle.dumps(_identity(item, position), pickle.HIGHEST_PROTOCOL), (
+                    f"the store's writer process died writing it ({why}), {DEATHS_PER_ITEM} times alone in a new "
+                    "writer; the rest of its batch was written")))
+        if fatal and len(fatal) == len(items) > 1:  # not one item's doing: retried whole, as in an outage
+            raise BrokenProcessPool(f"the database writer process dies whatever it writes ({why})")
+        if fatal:
+            loop, executor = asyncio.get_running_loop(), self._executor
+            total.add(await loop.run_in_executor(executor, worker.reject, source_id, fatal))
+        return total
+
+    def _restart(self) -> str:
+        """Start a new writer in place of the dead one; returns how the dead one ended."""
+        process, why = self._process, "exit status unknown"
+        if process is not None:
+            code = _exit_code(process)
+            if code is not None and code < 0:
+                name = signal.Signals(-code).name
+                why = f"killed by {name}" + (": the system's out-of-memory killer sends it" if name == "SIGKILL" else "")
+            elif code is not None:
+                why = f"exit code {code}"
+        logger.error("The database writer process died (%s); starting a new one", why)
+        self.start()
+        return why
 
     async def close(self) -> None:
         """Stop the writer: one that took batches finishes what it holds (the batcher waited for them)
@@ -99,6 +156,16 @@ class WriterProcess:
         if executor is self._executor and not started.cancelled() and (exc := started.exception()) is not None:
             logger.warning("The database writer did not start (%s: %s); the first write starts another",
                            type(exc).__name__, exc)
+
+
+def _exit_code(process: multiprocessing.process.BaseProcess) -> int | None:
+    """A dead writer's exit code. The pool's own thread reaps it too, and a ``join`` that loses that
+    race returns before the code is known: it is read again for up to a second."""
+    deadline = time.monotonic() + 1.0
+    process.join(1.0)
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return process.exitcode
 
 
 def plain(item: Release) -> Release:

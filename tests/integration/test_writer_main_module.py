@@ -61,6 +61,14 @@ if __name__ == "__main__":
     pipelines = {**settings.ITEM_PIPELINES, "__main__.Poison": 300}
     execute(["scrapy", *sys.argv[1:], "-s", "ITEM_PIPELINES=" + json.dumps(pipelines)])
 '''
+# a guarded launcher whose pipeline gives one release a price that ends the process reading it (exit code 70)
+KILLING_LAUNCHER = POISONING_LAUNCHER.replace("""class Money(Decimal):
+    pass
+""", """class Money(Decimal):
+    def __reduce__(self):
+        import os
+        return (os._exit, (70,))
+""")
 # a guarded launcher with a pipeline of its own that hands the store its own Release (and Offer) subclasses
 SUBCLASSING_LAUNCHER = '''import json
 import sys
@@ -140,7 +148,7 @@ def _kids(pid: int) -> list[str]:
 
 
 def _launched_crawl(tmp_path: Path, database_url: str, launcher: str, seed: int,
-                    crash_at: str = "") -> tuple[CrawlSetup, dict[str, Any], str]:
+                    crash_at: str = "", writer_dies: bool = False) -> tuple[CrawlSetup, dict[str, Any], str]:
     """Crawl a 40-release demo shop with ``python run.py crawl catalog ...`` (``launcher`` its text):
     it ends on its own, exit 0, no writer died and nothing raised. ``crash_at``: a crash point the
     crawl is killed at first (SIGKILL, the whole node), then resumed. Returns the setup, the shop's
@@ -167,7 +175,7 @@ def _launched_crawl(tmp_path: Path, database_url: str, launcher: str, seed: int,
             _stop_tree(node)
         truth = {**shop.truth(), "shop_url": shop.url}
     log = setup.log("launched")
-    assert "writer process died" not in log and "Traceback" not in log, log[-3000:]
+    assert ("writer process died" in log) == writer_dies and "Traceback" not in log, log[-3000:]
     return setup, truth, log
 
 
@@ -219,6 +227,19 @@ def test_an_item_holding_a_value_only_the_launcher_has_is_rejected_and_the_rest_
     _assert_all_but_the_poisoned_release(setup, truth, tmp_path)
 
 
+def test_an_item_that_kills_the_writer_each_time_is_rejected_and_the_rest_stored(database_url: str,
+                                                                                 tmp_path: Path) -> None:
+    """One release's price ends the writer process that reads it (as a crash in a driver, or the
+    out-of-memory killer on one huge item, would): the writer dies on the batch, again on its retry,
+    then the batch is written one item at a time and that item, dying alone twice, is rejected with
+    the reason; the crawl ends on its own (before, it retried the batch forever, paused) and the
+    rest of the crawl is stored as the shop's truth has it."""
+    setup, truth, log = _launched_crawl(tmp_path, database_url, KILLING_LAUNCHER, seed=76, writer_dies=True)
+    assert log.count("The database writer process died (exit code 70)") == 4, log[-3000:]
+    _assert_all_but_the_poisoned_release(setup, truth, tmp_path,
+                                         reason="the store's writer process died writing it (exit code 70)")
+
+
 def test_a_kill_between_the_readable_items_and_the_rejection_loses_nothing(database_url: str, tmp_path: Path) -> None:
     """The same crawl killed (SIGKILL, crawler and writer) once the batch's readable items are written
     and before the unreadable one is rejected, then resumed: the same outcome as without the kill."""
@@ -227,7 +248,8 @@ def test_a_kill_between_the_readable_items_and_the_rejection_loses_nothing(datab
     _assert_all_but_the_poisoned_release(setup, truth, tmp_path)
 
 
-def _assert_all_but_the_poisoned_release(setup: CrawlSetup, truth: dict[str, Any], tmp_path: Path) -> None:
+def _assert_all_but_the_poisoned_release(setup: CrawlSetup, truth: dict[str, Any], tmp_path: Path,
+                                         reason: str = "the store's writer process cannot read it") -> None:
     """Every offer but the poisoned release's matches the truth field by field (ids consecutive, and
     PostgreSQL's sequences), the poisoned one is in the source's recent errors and the review
     queue's rejected items with its reason, and ``failed`` holds only the shop's known fault pages."""
@@ -237,8 +259,7 @@ def _assert_all_but_the_poisoned_release(setup: CrawlSetup, truth: dict[str, Any
     try:
         (meta,) = [row[0] for row in db.rows("SELECT metadata FROM sources WHERE name = 'demo'")]
         errors = (meta if isinstance(meta, dict) else json.loads(meta))["recent_errors"]
-        assert [e["message"].split(" (")[0] for e in errors if e["url"] == url] == [
-            "the store's writer process cannot read it"], errors  # recorded, with where and why
+        assert [e["message"][:len(reason)] for e in errors if e["url"] == url] == [reason], errors  # where and why
         stored = stored_offers(db)
         expected = {o["external_id"]: expected_offer(o) for o in truth["offers"] if o not in poisoned}
         assert sorted(stored) == sorted(expected)
@@ -253,5 +274,5 @@ def _assert_all_but_the_poisoned_release(setup: CrawlSetup, truth: dict[str, Any
     finally:
         queue.close()
     listed = rejected[f"{source_id}:{poisoned[0]['external_id']}"]
-    assert listed["reason"].startswith("the store's writer process cannot read it"), listed
+    assert listed["reason"].startswith(reason), listed
     assert_frontier_clean(setup, truth)
