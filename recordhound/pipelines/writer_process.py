@@ -49,6 +49,7 @@ class WriterProcess:
         self._args = (config, review, trusted)
         self._executor: Executor | None = None
         self._process: multiprocessing.process.BaseProcess | None = None  # the child, for its exit code
+        self._started: Future[None] | None = None  # done without error: the child started (a death after is a write's)
         self._used = False  # a batch was handed to this writer
         self._broke_on: tuple[int, ...] = ()  # the batch the writer died on last (its items' ids)
 
@@ -66,6 +67,7 @@ class WriterProcess:
         with spawning:  # a child process is spawned by this submit
             started = executor.submit(worker.ready)
         self._process = next(iter((getattr(executor, "_processes", None) or {}).values()), None)
+        self._started = started
         started.add_done_callback(lambda done: self._start_failed(done, executor))
 
     async def write(self, source_id: int, items: list[Release]) -> BatchResult:
@@ -74,7 +76,8 @@ class WriterProcess:
         try:
             written = await self._submit(source_id, items)
         except BrokenExecutor:
-            self._restart()
+            if not self._restart()[1]:  # it died starting (its review queue file, say): no batch's doing
+                raise
             batch, self._broke_on = self._broke_on, tuple(map(id, items))  # the batcher retries the same items
             if batch != self._broke_on:
                 raise
@@ -113,11 +116,13 @@ class WriterProcess:
                     total.add(await self._submit(source_id, [item]))
                     break
                 except BrokenExecutor:
-                    why = self._restart()
+                    why, writing = self._restart()
+                    if not writing:  # it died starting: the batch waits whole, as in an outage
+                        raise
             else:
                 fatal.append((pickle.dumps(_identity(item, position), pickle.HIGHEST_PROTOCOL), (
                     f"the store's writer process died writing it ({why}), {DEATHS_PER_ITEM} times alone in a new "
-                    "writer; the rest of its batch was written")))
+                    "writer; the other items of its batch were written")))
         if fatal and len(fatal) == len(items) > 1:  # not one item's doing: retried whole, as in an outage
             raise BrokenProcessPool(f"the database writer process dies whatever it writes ({why})")
         if fatal:
@@ -125,9 +130,11 @@ class WriterProcess:
             total.add(await loop.run_in_executor(executor, worker.reject, source_id, fatal))
         return total
 
-    def _restart(self) -> str:
-        """Start a new writer in place of the dead one; returns how the dead one ended."""
-        process, why = self._process, "exit status unknown"
+    def _restart(self) -> tuple[str, bool]:
+        """Start a new writer in place of the dead one; returns how the dead one ended, and whether it
+        died writing (it had started) rather than starting."""
+        started, process, why = self._started, self._process, "exit status unknown"
+        writing = started is not None and started.done() and not started.cancelled() and started.exception() is None
         if process is not None:
             code = _exit_code(process)
             if code is not None and code < 0:
@@ -135,9 +142,10 @@ class WriterProcess:
                 why = f"killed by {name}" + (": the system's out-of-memory killer sends it" if name == "SIGKILL" else "")
             elif code is not None:
                 why = f"exit code {code}"
-        logger.error("The database writer process died (%s); starting a new one", why)
+        logger.error("The database writer process died %s (%s); starting a new one",
+                     "writing" if writing else "starting", why)
         self.start()
-        return why
+        return why, writing
 
     async def close(self) -> None:
         """Stop the writer: one that took batches finishes what it holds (the batcher waited for them)

@@ -235,7 +235,7 @@ def test_an_item_that_kills_the_writer_each_time_is_rejected_and_the_rest_stored
     the reason; the crawl ends on its own (before, it retried the batch forever, paused) and the
     rest of the crawl is stored as the shop's truth has it."""
     setup, truth, log = _launched_crawl(tmp_path, database_url, KILLING_LAUNCHER, seed=76, writer_dies=True)
-    assert log.count("The database writer process died (exit code 70)") == 4, log[-3000:]
+    assert log.count("The database writer process died writing (exit code 70)") == 4, log[-3000:]
     _assert_all_but_the_poisoned_release(setup, truth, tmp_path,
                                          reason="the store's writer process died writing it (exit code 70)")
 
