@@ -140,6 +140,7 @@ def text_or(value: object, fallback: str) -> str:
     """``str(value)``, or ``fallback`` when a value's ``__str__`` raises (an item's values may come from
     a launcher's own pipeline: what names such an item must not fail)."""
     try:
-        return str(value)
+        text = str(value)
+        return text if type(text) is str else str.__str__(text)  # a str subclass's __str__ may return itself
     except Exception:  # noqa: BLE001 - whatever a value's __str__ raises
         return fallback

@@ -100,3 +100,14 @@ def reject(source_id: int, rejected: list[tuple[bytes, str]]) -> BatchResult:
     result = BatchResult(items=len(rejected))
     _writer.reject(source_id, [(pickle.loads(identity), reason) for identity, reason in rejected], result)  # noqa: S301
     return result
+
+
+def probe() -> None:
+    """A test transaction of the product DB under its write lock, rolled back: does this writer
+    survive writing at all (an item that killed it alone is then that item's doing)?"""
+    from recordhound.db.engine import lock_for_writing
+
+    assert _writer is not None, "worker.init() was not called in this process"
+    with _writer.engine.connect() as conn, conn.begin() as transaction:
+        lock_for_writing(conn)
+        transaction.rollback()

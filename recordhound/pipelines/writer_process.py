@@ -8,10 +8,11 @@ never took a batch is stopped at close without waiting for its start (a graceful
 open, a crawl with nothing to store). The child ignores SIGINT: a terminal's Ctrl-C reaches the
 whole process group, and stopping is the crawler's to decide (it writes what waits, then closes
 the writer). A writer that dies is replaced at once, and the batcher retries the batch. One that
-dies again on the same batch gets its items one at a time, each in a new writer: an item that kills
-it ``DEATHS_PER_ITEM`` times alone is rejected with the reason, the rest are written. Only when
-every item of the batch does (the writer dies whatever it writes: memory, the system) is the batch
-retried whole again, as in an outage.
+dies again on the same batch gets its items one at a time (the last of each external id), each in a
+new writer when the last died: an item that kills it ``DEATHS_PER_ITEM`` times alone is rejected
+with the reason, the rest are written, once a new writer survives a test transaction. One that
+dies then too dies whatever it writes (memory, the system): no item is rejected, and the batch is
+retried whole, as in an outage. A writer that dies while starting is no batch's doing.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class WriterProcess:
         ``DEATHS_PER_ITEM`` times in a row are rejected with the reason."""
         total = BatchResult()
         fatal: list[tuple[bytes, str]] = []
-        for position, item in enumerate(items):
+        for position, item in enumerate(_last_of_each(items)):  # as the writer keeps them
             for _ in range(DEATHS_PER_ITEM):
                 try:
                     total.add(await self._submit(source_id, [item]))
@@ -120,28 +121,27 @@ class WriterProcess:
                     if not writing:  # it died starting: the batch waits whole, as in an outage
                         raise
             else:
-                fatal.append((pickle.dumps(_identity(item, position), pickle.HIGHEST_PROTOCOL), (
+                fatal.append((_identity_blob(item, position), (
                     f"the store's writer process died writing it ({why}), {DEATHS_PER_ITEM} times alone in a new "
-                    "writer; the other items of its batch were written")))
-        if fatal and len(fatal) == len(items) > 1:  # not one item's doing: retried whole, as in an outage
-            raise BrokenProcessPool(f"the database writer process dies whatever it writes ({why})")
+                    "writer, which then wrote a test transaction")))
         if fatal:
-            loop, executor = asyncio.get_running_loop(), self._executor
-            total.add(await loop.run_in_executor(executor, worker.reject, source_id, fatal))
+            loop = asyncio.get_running_loop()
+            try:  # the items' doing, or the writer's whatever it writes (memory, the system)?
+                await loop.run_in_executor(self._executor, worker.probe)
+            except BrokenExecutor:
+                why, _ = self._restart()
+                logger.error("The database writer process dies whatever it writes (%s), a test transaction too: "
+                             "no item is rejected, the batch waits as in an outage", why)
+                raise BrokenProcessPool(f"the database writer process dies whatever it writes ({why})") from None
+            total.add(await loop.run_in_executor(self._executor, worker.reject, source_id, fatal))
         return total
 
     def _restart(self) -> tuple[str, bool]:
         """Start a new writer in place of the dead one; returns how the dead one ended, and whether it
         died writing (it had started) rather than starting."""
-        started, process, why = self._started, self._process, "exit status unknown"
+        started, process = self._started, self._process
         writing = started is not None and started.done() and not started.cancelled() and started.exception() is None
-        if process is not None:
-            code = _exit_code(process)
-            if code is not None and code < 0:
-                name = signal.Signals(-code).name
-                why = f"killed by {name}" + (": the system's out-of-memory killer sends it" if name == "SIGKILL" else "")
-            elif code is not None:
-                why = f"exit code {code}"
+        why = _ending(_exit_code(process) if process is not None else None)
         logger.error("The database writer process died %s (%s); starting a new one",
                      "writing" if writing else "starting", why)
         self.start()
@@ -164,6 +164,19 @@ class WriterProcess:
         if executor is self._executor and not started.cancelled() and (exc := started.exception()) is not None:
             logger.warning("The database writer did not start (%s: %s); the first write starts another",
                            type(exc).__name__, exc)
+
+
+def _ending(code: int | None) -> str:
+    """How a process with exit code ``code`` ended, in words."""
+    if code is None:
+        return "exit status unknown"
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:  # a real-time signal has no name
+        return f"killed by signal {-code}"
+    return f"killed by {name}" + (": the system's out-of-memory killer sends it" if name == "SIGKILL" else "")
 
 
 def _exit_code(process: multiprocessing.process.BaseProcess) -> int | None:
@@ -196,18 +209,31 @@ def plain(item: Release) -> Release:
 def _one_by_one(items: list[Release]) -> list[tuple[bytes, bytes | str]]:
     """Each item pickled apart (or why it cannot be), with its identity as plain strings for the
     review queue's rejected list; the last of each external id only, as the writer keeps."""
-    try:
-        items = list({item.external_id: item for item in items}.values())
-    except TypeError:  # an external id that cannot be a key: the writer rejects or fails it
-        pass
     pickled: list[tuple[bytes, bytes | str]] = []
-    for position, item in enumerate(items):
+    for position, item in enumerate(_last_of_each(items)):
         try:
             blob: bytes | str = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - whatever pickling raises: this item's fault
             blob = f"{type(exc).__name__}: {str(exc)[:200]}"
-        pickled.append((pickle.dumps(_identity(item, position), pickle.HIGHEST_PROTOCOL), blob))
+        pickled.append((_identity_blob(item, position), blob))
     return pickled
+
+
+def _last_of_each(items: list[Release]) -> list[Release]:
+    """The last item of each external id, as the writer keeps them."""
+    try:
+        return list({item.external_id: item for item in items}.values())
+    except TypeError:  # an external id that cannot be a key: the writer rejects or fails it
+        return items
+
+
+def _identity_blob(item: Release, position: int) -> bytes:
+    """``_identity`` pickled; the position alone when even that cannot be."""
+    try:
+        return pickle.dumps(_identity(item, position), pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - whatever a launcher's values do
+        where = f"item {position + 1} of a batch"
+        return pickle.dumps(Release("?", where, where, "", []), pickle.HIGHEST_PROTOCOL)
 
 
 def _identity(item: Release, position: int) -> Release:
@@ -216,7 +242,7 @@ def _identity(item: Release, position: int) -> Release:
     url = text_or(getattr(item, "url", None), f"item {position + 1} of a batch")
     line = getattr(item, "line", None)
     return Release(text_or(getattr(item, "source", None), "?"), url, text_or(getattr(item, "external_id", None), url),
-                   text_or(getattr(item, "title", None) or "", ""), [],
+                   "" if (title := getattr(item, "title", None)) is None else text_or(title, ""), [],
                    line=line if type(line) is int else None)
 
 

@@ -1,48 +1,189 @@
-"""A store writer process that dies while starting (here: its review queue file cannot be opened)
-is not killed by the batch it was given: the batch waits whole, as in an outage (the batcher
-retries it with backoff), and is never written one item at a time, so no item is rejected for a
-death that was not its doing. Real spawned writer processes."""
+"""The store's writer process dying: real spawned writers, a real SQLite product DB and review queue.
+
+- One that dies while starting (its review queue file cannot be opened) is no batch's doing: the
+  batch waits whole, as in an outage, never written one item at a time, no item rejected.
+- One killed by any signal, a real-time one included, is replaced; the batch is then written.
+- A batch it died on twice is written one item at a time, the last of each external id only (as
+  the writer keeps them): a fatal older duplicate is neither written nor rejected over the newer.
+- Items that each kill it alone are rejected, even when the batch holds nothing else, once the
+  writer survives a test transaction; one that dies whatever it writes (here: at every transaction,
+  the test one included) rejects no item: the batch waits whole, as in an outage."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import time
 from concurrent.futures import BrokenExecutor
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
+from sqlalchemy import text
 
 from recordhound.config import ReviewConfig, StoreConfig
+from recordhound.db.engine import make_engine
+from recordhound.db.migrate import upgrade
+from recordhound.db.sources import ensure_source
 from recordhound.items import Release
 from recordhound.pipelines.writer_process import WriterProcess
+from recordhound.review.docstore import SqliteDocStore
+from recordhound.review.queue import ReviewQueue
+
+LOGGER = "recordhound.pipelines.writer_process"
+# every transaction of the writer's product DB ends its process (sitecustomize runs in each new Python)
+DIES_AT_EVERY_TRANSACTION = """import os
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+event.listen(Engine, "begin", lambda conn: os._exit(75))
+"""
+
+
+class Fatal(Decimal):
+    """A price that ends the process reading it (exit code 70), as a crash in a driver would."""
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (os._exit, (70,))
+
+
+def _release(sku: str, title: str, price: Decimal = Decimal("9.99"), path: str = "") -> Release:
+    return Release(source="demo", url=f"http://127.0.0.1/release/{path or sku}", external_id=sku, title=title,
+                   artists=["Someone"], price=price, currency="EUR")
+
+
+def _settings(tmp_path: Path, review_path: str = "") -> Settings:
+    settings = Settings()
+    settings.setmodule("recordhound.settings")
+    settings.set("RECORDHOUND_DATABASE_URL", f"sqlite:///{tmp_path / 'product.sqlite3'}")
+    settings.set("RECORDHOUND_REVIEW_PATH", review_path or str(tmp_path / "review.sqlite3"))
+    return settings
+
+
+def _writer(settings: Settings) -> tuple[WriterProcess, int]:
+    store = StoreConfig.from_settings(settings)
+    engine = make_engine(store.database_url)
+    try:
+        upgrade(engine)
+        source_id = ensure_source(engine, "demo", "html", "http://127.0.0.1/")
+    finally:
+        engine.dispose()
+    return WriterProcess(store, ReviewConfig.from_settings(settings), trusted=True), source_id
+
+
+def _tries(writer: WriterProcess, source_id: int, batch: list[Release], times: int = 4) -> list[str]:
+    """The batcher's retries of one batch: "written" or "waits" (the writer died: retried later)."""
+    async def run() -> list[str]:
+        writer.start()
+        outcomes = []
+        for _ in range(times):
+            try:
+                await writer.write(source_id, batch)
+                outcomes.append("written")
+            except BrokenExecutor:
+                outcomes.append("waits")
+        await writer.close()
+        return outcomes
+    return asyncio.run(run())
+
+
+def _stored(tmp_path: Path) -> list[tuple[str, str]]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'product.sqlite3'}")
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(text(  # type: ignore[misc]
+                "SELECT o.external_id, r.title FROM offers o JOIN releases r ON r.id = o.release_id ORDER BY 1")).all()]
+    finally:
+        engine.dispose()
+
+
+def _rejected(tmp_path: Path) -> list[str]:
+    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
+    try:
+        return [doc["key"] for doc in queue.rejected()]
+    finally:
+        queue.close()
+
+
+def _spawned_children() -> list[int]:
+    found = []
+    for pid in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split():
+        try:
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
 
 
 def test_a_writer_that_dies_starting_never_rejects_the_batch_s_items(tmp_path: Path,
                                                                       caplog: pytest.LogCaptureFixture) -> None:
-    settings = Settings()
-    settings.setmodule("recordhound.settings")
-    settings.set("RECORDHOUND_DATABASE_URL", f"sqlite:///{tmp_path / 'product.sqlite3'}")
-    settings.set("RECORDHOUND_REVIEW_PATH", str(tmp_path))  # a directory: the queue file cannot be opened
-    writer = WriterProcess(StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings), trusted=True)
-    item = Release(source="demo", url="http://127.0.0.1/release/a1", external_id="a1", title="A1",
-                   artists=["Someone"], price=Decimal("9.99"), currency="EUR")
+    settings = _settings(tmp_path)
+    writer, source_id = _writer(settings)
+    writer = WriterProcess(StoreConfig.from_settings(settings),  # a directory: the queue file cannot be opened
+                           ReviewConfig.from_settings(_settings(tmp_path, review_path=str(tmp_path))), trusted=True)
+    with caplog.at_level(logging.ERROR, logger=LOGGER):
+        assert _tries(writer, source_id, [_release("a1", "A1")]) == ["waits"] * 4
+    said = [record.getMessage() for record in caplog.records]
+    assert len([m for m in said if m.startswith("The database writer process died starting")]) == 4, said
+    assert not [m for m in said if "one at a time" in m or "died writing" in m], said
+    assert _stored(tmp_path) == []
 
-    async def four_tries() -> list[str]:
+
+def test_a_writer_killed_by_a_real_time_signal_is_replaced(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    writer, source_id = _writer(_settings(tmp_path))
+
+    async def run() -> list[str]:
         writer.start()
+        await writer.write(source_id, [_release("a1", "A1")])
+        [child] = _spawned_children()
+        os.kill(child, signal.SIGRTMIN + 1)  # no name in signal.Signals
+        while child in _spawned_children():
+            time.sleep(0.05)
         outcomes = []
-        for _ in range(4):  # the batcher's retries of one batch
+        for sku in ("a2", "a2", "a3"):
             try:
-                await writer.write(1, [item])
+                await writer.write(source_id, [_release(sku, sku.upper())])
                 outcomes.append("written")
             except BrokenExecutor:
                 outcomes.append("waits")
         await writer.close()
         return outcomes
 
-    with caplog.at_level(logging.ERROR, logger="recordhound.pipelines.writer_process"):
-        assert asyncio.run(four_tries()) == ["waits"] * 4
-    said = [record.getMessage() for record in caplog.records]
-    assert len([m for m in said if m.startswith("The database writer process died starting")]) == 4, said
-    assert not [m for m in said if "one at a time" in m or "died writing" in m], said
+    with caplog.at_level(logging.ERROR, logger=LOGGER):
+        assert asyncio.run(run()) == ["waits", "written", "written"]
+    assert f"killed by signal {int(signal.SIGRTMIN) + 1}" in caplog.text
+    assert _stored(tmp_path) == [("a1", "A1"), ("a2", "A2"), ("a3", "A3")]
+
+
+def test_a_fatal_older_duplicate_gives_way_to_the_newer_item_of_the_same_id(tmp_path: Path) -> None:
+    writer, source_id = _writer(_settings(tmp_path))
+    batch = [_release("x1", "OLD", Fatal("9.99"), path="x1-old"), _release("x1", "NEW", path="x1-new"),
+             _release("y1", "Y1")]
+    assert _tries(writer, source_id, batch, times=2) == ["waits", "written"]
+    assert _stored(tmp_path) == [("x1", "NEW"), ("y1", "Y1")] and _rejected(tmp_path) == []
+
+
+def test_a_batch_of_only_fatal_items_has_them_rejected_not_retried_forever(tmp_path: Path) -> None:
+    """Both items of the batch kill the writer, each alone too; the writer survives a test transaction:
+    the items' doing, so both are rejected (before: the batch was retried whole for as long as the crawl ran)."""
+    writer, source_id = _writer(_settings(tmp_path))
+    batch = [_release("k1", "K1", Fatal("9.99")), _release("k2", "K2", Fatal("1.00"))]
+    assert _tries(writer, source_id, batch, times=2) == ["waits", "written"]
+    assert _stored(tmp_path) == [] and sorted(_rejected(tmp_path)) == [f"{source_id}:k1", f"{source_id}:k2"]
+
+
+def test_a_writer_that_dies_whatever_it_writes_rejects_no_item(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    writer, source_id = _writer(_settings(tmp_path))
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(DIES_AT_EVERY_TRANSACTION)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")]))
+    with caplog.at_level(logging.ERROR, logger=LOGGER):
+        assert _tries(writer, source_id, [_release("s1", "S1")], times=3) == ["waits"] * 3
+    assert "dies whatever it writes (exit code 75)" in caplog.text
+    assert "died starting" not in caplog.text
+    assert _rejected(tmp_path) == [] and _stored(tmp_path) == []

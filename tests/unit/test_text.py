@@ -4,7 +4,10 @@ import tracemalloc
 
 import pytest
 
-from recordhound.text import catalog_number_key, clean, fold, name_key, parse_bool, parse_year, preferred_spelling, split_catalog_numbers, split_names
+from recordhound.text import (
+    catalog_number_key, clean, fold, name_key, parse_bool, parse_year, preferred_spelling, split_catalog_numbers, split_names,
+    text_or,
+)
 
 
 @pytest.mark.parametrize("spellings", [
@@ -90,3 +93,19 @@ def test_the_key_caches_hold_a_bounded_amount_of_memory() -> None:
     finally:
         tracemalloc.stop()
     assert held < 6 * 2**20, f"the key caches hold {held / 2**20:.1f} MB"
+
+
+def test_text_or_gives_a_plain_str_whatever_a_value_s_str_returns() -> None:
+    """A launcher's value whose ``__str__`` returns itself, a ``str`` subclass: what names an item must
+    be a plain ``str`` (it is pickled to the store's writer, which cannot import the launcher's class)."""
+    class Name(str):
+        def __str__(self) -> str:
+            return self
+
+    class Broken:
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    named = text_or(Name("Blue Train"), "?")
+    assert (named, type(named)) == ("Blue Train", str)
+    assert text_or(Broken(), "item 3 of a batch") == "item 3 of a batch"
