@@ -102,12 +102,18 @@ def reject(source_id: int, rejected: list[tuple[bytes, str]]) -> BatchResult:
     return result
 
 
-def probe() -> None:
-    """A test transaction of the product DB under its write lock, rolled back: does this writer
-    survive writing at all (an item that killed it alone is then that item's doing)?"""
+def probe(source_id: int) -> None:
+    """A test write of the product DB, rolled back: under the write lock, one row inserted (into a
+    table without a sequence, so no id is used up) and one updated. Does this writer survive writing
+    at all? If so, an item that killed it alone is that item's doing."""
+    from sqlalchemy import text
+
     from recordhound.db.engine import lock_for_writing
 
     assert _writer is not None, "worker.init() was not called in this process"
     with _writer.engine.connect() as conn, conn.begin() as transaction:
         lock_for_writing(conn)
+        conn.execute(text("INSERT INTO source_spellings (source_id, kind, spelling, entity_id) "
+                          "VALUES (:source_id, 'probe', 'recordhound write probe', 0)"), {"source_id": source_id})
+        conn.execute(text("UPDATE sources SET metadata = metadata WHERE id = :source_id"), {"source_id": source_id})
         transaction.rollback()

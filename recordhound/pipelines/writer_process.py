@@ -10,8 +10,8 @@ whole process group, and stopping is the crawler's to decide (it writes what wai
 the writer). A writer that dies is replaced at once, and the batcher retries the batch. One that
 dies again on the same batch gets its items one at a time (the last of each external id), each in a
 new writer when the last died: an item that kills it ``DEATHS_PER_ITEM`` times alone is rejected
-with the reason, the rest are written, once a new writer survives a test transaction. One that
-dies then too dies whatever it writes (memory, the system): no item is rejected, and the batch is
+with the reason, the rest are written, once a new writer survives a test write. One that dies
+then too dies whatever it writes (memory, the system): no item is rejected, and the batch is
 retried whole, as in an outage. A writer that dies while starting is no batch's doing.
 """
 
@@ -123,17 +123,21 @@ class WriterProcess:
             else:
                 fatal.append((_identity_blob(item, position), (
                     f"the store's writer process died writing it ({why}), {DEATHS_PER_ITEM} times alone in a new "
-                    "writer, which then wrote a test transaction")))
+                    "writer, which then survived a test write")))
         if fatal:
             loop = asyncio.get_running_loop()
             try:  # the items' doing, or the writer's whatever it writes (memory, the system)?
-                await loop.run_in_executor(self._executor, worker.probe)
+                await loop.run_in_executor(self._executor, worker.probe, source_id)
             except BrokenExecutor:
                 why, _ = self._restart()
-                logger.error("The database writer process dies whatever it writes (%s), a test transaction too: "
+                logger.error("The database writer process dies whatever it writes (%s), a test write too: "
                              "no item is rejected, the batch waits as in an outage", why)
                 raise BrokenProcessPool(f"the database writer process dies whatever it writes ({why})") from None
-            total.add(await loop.run_in_executor(self._executor, worker.reject, source_id, fatal))
+            try:
+                total.add(await loop.run_in_executor(self._executor, worker.reject, source_id, fatal))
+            except BrokenExecutor:
+                self._restart()  # the batch is retried (a rejection is idempotent)
+                raise
         return total
 
     def _restart(self) -> tuple[str, bool]:

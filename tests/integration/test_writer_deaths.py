@@ -6,8 +6,8 @@
 - A batch it died on twice is written one item at a time, the last of each external id only (as
   the writer keeps them): a fatal older duplicate is neither written nor rejected over the newer.
 - Items that each kill it alone are rejected, even when the batch holds nothing else, once the
-  writer survives a test transaction; one that dies whatever it writes (here: at every transaction,
-  the test one included) rejects no item: the batch waits whole, as in an outage."""
+  writer survives a test write; one that dies whatever it writes (here: at every INSERT or UPDATE,
+  the test write's included) rejects no item: the batch waits whole, as in an outage."""
 
 from __future__ import annotations
 
@@ -34,11 +34,18 @@ from recordhound.review.docstore import SqliteDocStore
 from recordhound.review.queue import ReviewQueue
 
 LOGGER = "recordhound.pipelines.writer_process"
-# every transaction of the writer's product DB ends its process (sitecustomize runs in each new Python)
-DIES_AT_EVERY_TRANSACTION = """import os
+# every write of the writer's product DB ends its process (sitecustomize runs in each new Python)
+DIES_AT_EVERY_WRITE = """import os
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-event.listen(Engine, "begin", lambda conn: os._exit(75))
+
+
+def _die_writing(conn, cursor, statement, *args):
+    if statement.lstrip().upper().startswith(("INSERT", "UPDATE")):
+        os._exit(75)
+
+
+event.listen(Engine, "before_cursor_execute", _die_writing)
 """
 
 
@@ -167,7 +174,7 @@ def test_a_fatal_older_duplicate_gives_way_to_the_newer_item_of_the_same_id(tmp_
 
 
 def test_a_batch_of_only_fatal_items_has_them_rejected_not_retried_forever(tmp_path: Path) -> None:
-    """Both items of the batch kill the writer, each alone too; the writer survives a test transaction:
+    """Both items of the batch kill the writer, each alone too; the writer survives a test write:
     the items' doing, so both are rejected (before: the batch was retried whole for as long as the crawl ran)."""
     writer, source_id = _writer(_settings(tmp_path))
     batch = [_release("k1", "K1", Fatal("9.99")), _release("k2", "K2", Fatal("1.00"))]
@@ -180,10 +187,11 @@ def test_a_writer_that_dies_whatever_it_writes_rejects_no_item(tmp_path: Path, m
     writer, source_id = _writer(_settings(tmp_path))
     hooks = tmp_path / "hooks"
     hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(DIES_AT_EVERY_TRANSACTION)
+    (hooks / "sitecustomize.py").write_text(DIES_AT_EVERY_WRITE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")]))
     with caplog.at_level(logging.ERROR, logger=LOGGER):
-        assert _tries(writer, source_id, [_release("s1", "S1")], times=3) == ["waits"] * 3
+        assert _tries(writer, source_id, [_release("s1", "S1")], times=3) == ["waits"] * 3  # alone in its batch
+        assert _tries(writer, source_id, [_release("g1", "G1"), _release("g2", "G2")], times=3) == ["waits"] * 3
     assert "dies whatever it writes (exit code 75)" in caplog.text
     assert "died starting" not in caplog.text
     assert _rejected(tmp_path) == [] and _stored(tmp_path) == []
