@@ -232,12 +232,8 @@ def _last_of_each(items: list[Release]) -> list[Release]:
 
 
 def _identity_blob(item: Release, position: int) -> bytes:
-    """``_identity`` pickled; the position alone when even that cannot be."""
-    try:
-        return pickle.dumps(_identity(item, position), pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - whatever a launcher's values do
-        where = f"item {position + 1} of a batch"
-        return pickle.dumps(Release("?", where, where, "", []), pickle.HIGHEST_PROTOCOL)
+    """``_identity`` pickled (plain strings and an int: it always can be)."""
+    return pickle.dumps(_identity(item, position), pickle.HIGHEST_PROTOCOL)
 
 
 def _identity(item: Release, position: int) -> Release:

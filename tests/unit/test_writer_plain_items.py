@@ -87,3 +87,20 @@ def test_an_item_sent_one_by_one_keeps_its_external_id_when_another_value_has_no
     identities = [pickle.loads(identity) for identity, _ in _one_by_one([item, other])]
     assert [(i.external_id, i.url, i.title) for i in identities] == [
         ("DR-1", "http://shop/r/1", ""), ("item 2 of a batch", "item 2 of a batch", "Title")]
+
+
+class _Name(str):
+    """A launcher's text type whose ``str()`` is itself: the writer process could not import it."""
+
+    def __str__(self) -> str:
+        return self
+
+
+def test_an_identity_holds_plain_strings_whatever_the_item_s_text_types() -> None:
+    item = _release(Release, Offer, FieldProblem)
+    item.external_id, item.url, item.title = _Name("DR-9"), _Name("http://shop/r/9"), None  # type: ignore[assignment]
+    [(identity, _)] = _one_by_one([item])
+    assert __name__.encode() not in identity  # nothing of this module's classes goes to the writer
+    named = pickle.loads(identity)
+    assert [(value, type(value)) for value in (named.external_id, named.url, named.title)] == [
+        ("DR-9", str), ("http://shop/r/9", str), ("", str)]
