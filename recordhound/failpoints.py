@@ -35,10 +35,10 @@ POINTS = {
     "frontier.follow_idle": "a following node has nothing due: every lease acked and written, nothing in flight",
     "frontier.joining": "this node reached the frontier store and has not registered in it yet",
     "frontier.after_start_claim": "this node claimed the start requests and has not written them",
-    "store.before_commit": "a batch written and its stored items no longer parked, its product-DB transaction not committed",
-    "store.after_commit": "a batch committed to the product DB, the review queue not told yet",
+    "store.before_commit": "a batch written and (a crawl's) the review queue told, its product-DB transaction not committed",
+    "store.after_commit": "a batch committed to the product DB (the apply worker's release: the review queue not told yet)",
     "store.after_touch": "304 pages moved their offers' last_seen; the pages not acked yet",
-    "store.after_review": "the review queue was told about a batch, its items not yet settled (acked)",
+    "store.after_review": "a batch committed and the review queue told, its items not yet settled (acked)",
     "store.before_unreadable_rejected": "a batch read item by item: its readable items written, the "
                                         "ones the writer cannot read not yet rejected",
     "store.backpressure_paused": "the crawl paused for back-pressure: items wait for a slow product store, unacked",

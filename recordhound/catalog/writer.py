@@ -26,7 +26,7 @@ from recordhound.review import gate
 from recordhound.review.items import rejected_doc
 from recordhound.review.factory import open_queue
 from recordhound.review.docstore import Doc
-from recordhound.review.queue import PriceHold, ReviewQueue
+from recordhound.review.queue import Parked, PriceHold, ReviewQueue
 from recordhound.review.suggest import NameIndex
 from recordhound.text import catalog_number_key, name_key
 
@@ -110,19 +110,13 @@ class CatalogWriter:
                 held = _write(conn, source_id, plan, self.last_seen_resolution,
                               self.policy.price_threshold_pct, counts, problems)
                 recorded = self._record_matches(conn, source_id, plan)
-                stored = [gate.item_key(source_id, i) for i in plan.writable]
-                if parked is None:  # before the lock is let go: a release of an older version finds it gone
-                    self.queue.unpark(stored)
+                if parked is None:  # a crawl tells the review queue under the lock: ordered with the others
+                    raced = self._tell_queue(conn, source_id, name, plan, held, names, counts, None)
                 failpoints.hit("store.before_commit")
             self.recorded.update(recorded)  # committed
             failpoints.hit("store.after_commit")
-            counts["prices_held"] += self.queue.hold_prices(
-                [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
-            self.queue.reject(plan.rejected, expected=parked)  # they are unparked with it
-            if parked is not None:  # after the commit: a crash before it releases them again
-                self.queue.unpark(stored, expected=parked)
-            raced = self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling),
-                                    expected=parked)
+            if parked is not None:  # the apply's release, after its commit: a crash before it releases them again
+                raced = self._tell_queue(None, source_id, name, plan, held, names, counts, parked)
             failpoints.hit("store.after_review")
             counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
                            "parked": len(plan.parked) - len(raced)})
@@ -138,6 +132,21 @@ class CatalogWriter:
         # decisions kept landing between our read and our park: nothing of the batch may be
         # acked as if it were settled, so the caller writes the whole batch again (idempotent)
         raise errors.WriteRaceError(f"{len(todo)} items raced with review decisions {RACE_ROUNDS} times")
+
+    def _tell_queue(self, conn: Connection | None, source_id: int, name: str, plan: gate.Plan,
+                    held: list[tuple[HeldPrice, Release]], names: dict[str, NameIndex], counts: Counter[str],
+                    parked: dict[str, Doc] | None) -> list[Parked]:
+        """The review queue learns what the batch did: price changes held, items rejected, stored
+        (no longer parked) and parked. Returns the items not parked because a decision landed
+        meanwhile. ``conn``: the crawl's product-DB transaction (under the write lock), which the
+        name suggestions read too (SQLite would not let a second connection in); ``parked``: the
+        apply's release, a compare-and-set of the versions it read."""
+        counts["prices_held"] += self.queue.hold_prices(
+            [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
+        self.queue.reject(plan.rejected, expected=parked)  # they are unparked with it
+        self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable], expected=parked)
+        return self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling, conn),
+                               expected=parked)
 
     def _still_parked(self, source_id: int, todo: list[Release], parked: dict[str, Doc],
                       counts: Counter[str]) -> list[Release]:
@@ -191,10 +200,14 @@ class CatalogWriter:
                     select(Source.name).where(Source.id == source_id)).scalar_one()
         return self._source_names[source_id]
 
-    def _suggest(self, known: dict[str, NameIndex], kind: str, spelling: str) -> list[dict[str, Any]]:
+    def _suggest(self, known: dict[str, NameIndex], kind: str, spelling: str,
+                 conn: Connection | None) -> list[dict[str, Any]]:
         if kind not in known:
-            with self.engine.connect() as conn:
+            if conn is not None:
                 known[kind] = NameIndex.build(entities.names(conn, kind), kind)
+            else:
+                with self.engine.connect() as own:
+                    known[kind] = NameIndex.build(entities.names(own, kind), kind)
         return known[kind].suggest(spelling)
 
 

@@ -34,6 +34,8 @@ class CrawlSide(Side):
         Returns the items not parked because one of their entries was decided meanwhile:
         the caller resolves them again (the decision is visible now). With ``expected`` (item
         key → the parked version the caller read), an item parked otherwise since is left alone."""
+        if not items:
+            return []
         new_keys = self.store.run(lambda txn: _unindexed(txn, items))
         suggestions = {key: suggest(key[0], key[2]) for key in new_keys}  # outside the transaction
         return self.store.run(lambda txn: _park(txn, items, suggestions, expected))

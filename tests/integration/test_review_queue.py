@@ -3,7 +3,9 @@ matching, parking, each decision, the apply worker's idempotence, failures, retr
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -11,6 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from recordhound.catalog.result import BatchResult
+from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.review.factory import open_queue
 from recordhound.review.suggest import THRESHOLD
 from recordhound.items import Release
 from recordhound.review.queue import Origin, Parked, ReviewError, Unknown
@@ -233,6 +237,52 @@ def test_the_apply_s_rejection_of_an_old_version_leaves_a_newer_one_parked_meanw
     decide_and_apply(env, "Stranger", "approve")
     offers = "SELECT o.external_id, o.price, r.title FROM offers o JOIN releases r ON r.id = o.release_id"
     assert rows(env, offers) == [("k1", Decimal("20.00"), "Title k1, remastered")]
+
+
+def test_two_crawls_of_one_item_an_older_park_never_lands_after_a_newer_store(env: ReviewEnv) -> None:
+    """Two crawl writers hold one item at once (one shop item on two URLs, on two nodes): the first
+    parks an older version (an unknown artist), slowly, while the second stores a newer one (the shop
+    corrected the artist). Approving the unknown name later never writes the older version over the
+    newer one: a crawl's park is ordered with the other's store by the product DB's write lock."""
+    source = env.source()
+    env.seed("artist", "Known Artist")
+    first, second = (CatalogWriter(env.engine, timedelta(hours=1), open_queue(env.config()), ReviewPolicy(False, 5.0))
+                     for _ in range(2))  # each with a queue connection of its own, as writer processes have
+    older = release("k1", ["Newcomer"], price="10.00")
+    newer = release("k1", ["Known Artist"], price="20.00", title="Title k1, corrected")
+    parking, go = threading.Event(), threading.Event()
+    park, failures = first.queue.park, []
+
+    def park_slowly(*args, **kwargs):  # type: ignore[no-untyped-def]
+        parking.set()
+        go.wait(10)
+        return park(*args, **kwargs)
+
+    def run(writer: CatalogWriter, item: Release) -> None:
+        try:
+            writer.write(source, [item])
+        except Exception as exc:  # noqa: BLE001 - the test fails with it below
+            failures.append(exc)
+
+    first.queue.park = park_slowly  # type: ignore[method-assign]
+    crawls = [threading.Thread(target=run, args=(first, older))]
+    crawls[0].start()
+    assert parking.wait(30)
+    crawls.append(threading.Thread(target=run, args=(second, newer)))
+    crawls[1].start()
+    crawls[1].join(0.5)  # the second crawl's batch goes as far as it can meanwhile
+    go.set()
+    for crawl in crawls:
+        crawl.join(60)
+    first.queue.close()
+    second.queue.close()
+    assert failures == [] and not any(crawl.is_alive() for crawl in crawls)
+    offers = "SELECT o.external_id, o.price, r.title FROM offers o JOIN releases r ON r.id = o.release_id"
+    assert rows(env, offers) == [("k1", Decimal("20.00"), "Title k1, corrected")]
+    if [e for e in env.queue.entries() if e["name"] == "Newcomer"]:
+        decide_and_apply(env, "Newcomer", "approve")
+    assert rows(env, offers) == [("k1", Decimal("20.00"), "Title k1, corrected")]
+    assert env.queue.counts()["parked"] == 0
 
 
 def test_edit_changes_the_name_then_approves(env: ReviewEnv) -> None:
