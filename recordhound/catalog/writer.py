@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -55,6 +56,7 @@ class CatalogWriter:
         # spellings recorded lately (source_spellings): a batch looks up only the others (a crawl names
         # more artists and labels than a writer can hold all crawl long; a forgotten one is read again)
         self.recorded: Recent[Match] = Recent(matches_kept)
+        self.name_indexes: dict[str, tuple[float, NameIndex]] = {}  # kind → (built at, index): ``_suggest``
 
     def write(self, source_id: int, items: list[Release], trusted: bool | None = None,
               parked: dict[str, Doc] | None = None) -> BatchResult:
@@ -98,7 +100,6 @@ class CatalogWriter:
 
     def _write_valid(self, source_id: int, name: str, todo: list[Release], trust: bool,
                      result: BatchResult, parked: dict[str, Doc] | None) -> None:
-        names: dict[str, NameIndex] = {}  # per kind, built once a batch
         counts: Counter[str] = Counter()
         for _ in range(RACE_ROUNDS):
             problems: list[tuple[str, str, str]] = []
@@ -111,12 +112,13 @@ class CatalogWriter:
                               self.policy.price_threshold_pct, counts, problems)
                 recorded = self._record_matches(conn, source_id, plan)
                 if parked is None:  # a crawl tells the review queue under the lock: ordered with the others
-                    raced = self._tell_queue(conn, source_id, name, plan, held, names, counts, None)
+                    raced = self._tell_queue(conn, source_id, name, plan, held, counts, None)
                 failpoints.hit("store.before_commit")
             self.recorded.update(recorded)  # committed
             failpoints.hit("store.after_commit")
             if parked is not None:  # the apply's release, after its commit: a crash before it releases them again
-                raced = self._tell_queue(None, source_id, name, plan, held, names, counts, parked)
+                raced = self._tell_queue(None, source_id, name, plan, held, counts, parked)
+            self._refresh_names()
             failpoints.hit("store.after_review")
             counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
                            "parked": len(plan.parked) - len(raced)})
@@ -134,7 +136,7 @@ class CatalogWriter:
         raise errors.WriteRaceError(f"{len(todo)} items raced with review decisions {RACE_ROUNDS} times")
 
     def _tell_queue(self, conn: Connection | None, source_id: int, name: str, plan: gate.Plan,
-                    held: list[tuple[HeldPrice, Release]], names: dict[str, NameIndex], counts: Counter[str],
+                    held: list[tuple[HeldPrice, Release]], counts: Counter[str],
                     parked: dict[str, Doc] | None) -> list[Parked]:
         """The review queue learns what the batch did: price changes held, items rejected, stored
         (no longer parked) and parked. Returns the items not parked because a decision landed
@@ -145,7 +147,7 @@ class CatalogWriter:
             [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
         self.queue.reject(plan.rejected, expected=parked)  # they are unparked with it
         self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable], expected=parked)
-        return self.queue.park(plan.parked, lambda kind, spelling: self._suggest(names, kind, spelling, conn),
+        return self.queue.park(plan.parked, lambda kind, spelling: self._suggest(kind, spelling, conn),
                                expected=parked)
 
     def _still_parked(self, source_id: int, todo: list[Release], parked: dict[str, Doc],
@@ -200,18 +202,31 @@ class CatalogWriter:
                     select(Source.name).where(Source.id == source_id)).scalar_one()
         return self._source_names[source_id]
 
-    def _suggest(self, known: dict[str, NameIndex], kind: str, spelling: str,
-                 conn: Connection | None) -> list[dict[str, Any]]:
-        if kind not in known:
+    def _suggest(self, kind: str, spelling: str, conn: Connection | None) -> list[dict[str, Any]]:
+        """Merges to suggest for a new name, from this writer's index of the kind's names. The index
+        is built at its first use (through ``conn``, a crawl's transaction under the write lock, when
+        given) and rebuilt after a batch's commit, outside the lock, once it is older than
+        ``NAME_INDEX_SECONDS``: building it reads every name of the kind (about a second at 100,000),
+        which a batch must not hold the write lock for. Suggestions are advice: one can miss an entity
+        created in the last minute."""
+        if kind not in self.name_indexes:
             if conn is not None:
-                known[kind] = NameIndex.build(entities.names(conn, kind), kind)
+                self.name_indexes[kind] = (time.monotonic(), NameIndex.build(entities.names(conn, kind), kind))
             else:
                 with self.engine.connect() as own:
-                    known[kind] = NameIndex.build(entities.names(own, kind), kind)
-        return known[kind].suggest(spelling)
+                    self.name_indexes[kind] = (time.monotonic(), NameIndex.build(entities.names(own, kind), kind))
+        return self.name_indexes[kind][1].suggest(spelling)
+
+    def _refresh_names(self) -> None:
+        """The name indexes older than ``NAME_INDEX_SECONDS`` built again (after a commit: no lock held)."""
+        stale = [kind for kind, (at, _) in self.name_indexes.items() if time.monotonic() - at > NAME_INDEX_SECONDS]
+        for kind in stale:
+            with self.engine.connect() as conn:
+                self.name_indexes[kind] = (time.monotonic(), NameIndex.build(entities.names(conn, kind), kind))
 
 
 RACE_ROUNDS = 3  # a decision landing between the product-DB read and parking: resolve again
+NAME_INDEX_SECONDS = 60.0  # a writer's index of names for suggestions is built again when older
 PRODUCT_TABLES = sorted(name for name in Base.metadata.tables if name != "admin_users")  # what the writer writes
 
 

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from recordhound.catalog.result import BatchResult
 from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
@@ -283,6 +283,30 @@ def test_two_crawls_of_one_item_an_older_park_never_lands_after_a_newer_store(en
         decide_and_apply(env, "Newcomer", "approve")
     assert rows(env, offers) == [("k1", Decimal("20.00"), "Title k1, corrected")]
     assert env.queue.counts()["parked"] == 0
+
+
+def test_a_crawl_reads_every_name_for_its_suggestions_once_not_at_each_batch(env: ReviewEnv) -> None:
+    """Suggestions for a new name come from an index of every name of its kind. A crawl's batch tells
+    the review queue under the product DB's write lock, so the index is not built again for each batch
+    that meets a new name (about a second at 100,000 names, every node waiting): a writer builds it
+    once and again only when it is a minute old, after a commit. Counted from the SQL the database runs."""
+    source = env.source()
+    env.seed("artist", *[f"Known Artist {n}" for n in range(20)])
+    whole_reads: list[str] = []
+
+    def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        if statement.startswith("SELECT artists.id, artists.name") and "WHERE" not in statement:
+            whole_reads.append(statement)
+
+    event.listen(env.engine, "before_cursor_execute", count)
+    try:
+        writer = env.writer()
+        for n in range(5):
+            assert writer.write(source, [release(f"n{n}", [f"Known Artst {n}"])]).counts["parked"] == 1
+    finally:
+        event.remove(env.engine, "before_cursor_execute", count)
+    assert len(whole_reads) == 1, whole_reads
+    assert [s["name"] for s in pending(env, "Known Artst 3")["suggestions"]][:1] == ["Known Artist 3"]
 
 
 def test_edit_changes_the_name_then_approves(env: ReviewEnv) -> None:
