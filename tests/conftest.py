@@ -4,8 +4,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.services import PostgresDatabase
+
+# No test asserts on time: Hypothesis's per-example deadline (200 ms) failed a property test in CI whose
+# first example paid for lazy imports on a busy 2-core machine (311 ms, then 16 ms).
+settings.register_profile("recordhound", deadline=None)
+settings.load_profile("recordhound")
 
 
 def pytest_configure(config: pytest.Config) -> None:
