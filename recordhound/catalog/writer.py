@@ -210,19 +210,22 @@ class CatalogWriter:
         which a batch must not hold the write lock for. Suggestions are advice: one can miss an entity
         created in the last minute."""
         if kind not in self.name_indexes:
-            if conn is not None:
-                self.name_indexes[kind] = (time.monotonic(), NameIndex.build(entities.names(conn, kind), kind))
-            else:
-                with self.engine.connect() as own:
-                    self.name_indexes[kind] = (time.monotonic(), NameIndex.build(entities.names(own, kind), kind))
+            self._index_names(kind, conn)
         return self.name_indexes[kind][1].suggest(spelling)
 
     def _refresh_names(self) -> None:
         """The name indexes older than ``NAME_INDEX_SECONDS`` built again (after a commit: no lock held)."""
-        stale = [kind for kind, (at, _) in self.name_indexes.items() if time.monotonic() - at > NAME_INDEX_SECONDS]
-        for kind in stale:
-            with self.engine.connect() as conn:
-                self.name_indexes[kind] = (time.monotonic(), NameIndex.build(entities.names(conn, kind), kind))
+        for kind, (at, _) in list(self.name_indexes.items()):
+            if time.monotonic() - at > NAME_INDEX_SECONDS:
+                self._index_names(kind, None)
+
+    def _index_names(self, kind: str, conn: Connection | None) -> None:
+        """Index every name of ``kind``, read through ``conn`` or a connection of its own."""
+        if conn is None:
+            with self.engine.connect() as own:
+                self._index_names(kind, own)
+            return
+        self.name_indexes[kind] = (time.monotonic(), NameIndex.build(entities.names(conn, kind), kind))
 
 
 RACE_ROUNDS = 3  # a decision landing between the product-DB read and parking: resolve again
