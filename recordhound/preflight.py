@@ -1,5 +1,5 @@
 """Checks before a crawl starts: the profile loads, the settings parse, Redis and the product
-database answer, the embedded review queue's file opens. Each failure is one
+database answer (and its schema is not newer than this code's), the embedded review queue's file opens. Each failure is one
 :class:`RecordhoundError` naming the setting and what to do, so ``scrapy crawl`` prints one line and
 exits 1 instead of the engine's tracebacks."""
 
@@ -30,7 +30,7 @@ def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
     if frontier.redis_url:
         _ping_redis(frontier.redis_url)
     if settings.getbool("RECORDHOUND_STORE_ENABLED"):
-        _connect_database(StoreConfig.from_settings(settings).database_url)
+        _check_database(StoreConfig.from_settings(settings).database_url)
         _open_review_file(ReviewConfig.from_settings(settings))
 
 
@@ -54,27 +54,47 @@ def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
                             f"REDIS_URL to use the embedded frontier")
 
 
-def _connect_database(url: str) -> None:
+def _check_database(url: str) -> None:
+    """The product database answers, and its schema is not newer than this code's. Read with the
+    driver (``db/revision.py``): the crawler leaves SQLAlchemy to its writer process; a URL only
+    SQLAlchemy reads is checked with it."""
+    from recordhound.db.revision import NotPlain, Unreachable, is_newer, packaged_head, stored_revision
+
+    try:
+        try:
+            revision = stored_revision(url)
+        except NotPlain:
+            revision = _stored_revision_by_sqlalchemy(url)
+    except Unreachable as exc:
+        raise RecordhoundError(f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {exc}; "
+                               f"start it, or unset DATABASE_URL to use the SQLite file") from exc
+    if is_newer(revision):
+        raise RecordhoundError(
+            f"the product database at DATABASE_URL={safe_url(url)} has schema revision {revision}, newer than this "
+            f"recordhound's {packaged_head()}: upgrade recordhound on this node, or set DATABASE_URL to another database")
+
+
+def _stored_revision_by_sqlalchemy(url: str) -> str | None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from recordhound.db.engine import make_engine
+    from recordhound.db.migrate import stored_revision
+    from recordhound.db.revision import Unreachable
 
     engine = make_engine(url)
     try:
         with engine.connect():
             pass
+        return stored_revision(engine)
     except SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-        raise RecordhoundError(
-            f"cannot reach the product database at DATABASE_URL={engine.url.render_as_string()}: {reason}; "
-            f"start it, or unset DATABASE_URL to use the SQLite file") from exc
+        raise Unreachable(str(getattr(exc, "orig", exc)).strip().splitlines()[0]) from exc
     finally:
         engine.dispose()
 
 
 def _open_review_file(config: ReviewConfig) -> None:
-    """The store's writer opens the review queue when it starts; a file it cannot open would have it
-    fail and be started again for as long as the crawl runs (a Redis queue: Redis was checked above)."""
+    """The store's writer opens the review queue at its first batch; a file it cannot open would have
+    every batch retried for as long as the crawl runs (a Redis queue: Redis was checked above)."""
     if config.redis_url:
         return
     from recordhound.review.docstore import ReviewStoreError, SqliteDocStore

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from functools import lru_cache
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
@@ -144,3 +145,8 @@ def text_or(value: object, fallback: str) -> str:
         return text if type(text) is str else str.__str__(text)  # a str subclass's __str__ may return itself
     except Exception:  # noqa: BLE001 - whatever a value's __str__ raises
         return fallback
+
+
+def now_iso() -> str:
+    """The timestamps of a source's metadata (``parsed_at``, ``started_at``, errors' ``at``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,44 +1,90 @@
 """The product-database writer as it runs in its own process (see ``pipelines/store.py``).
 
 Writing in a child process keeps SQLAlchemy's and the driver's Python work off the crawler's
-GIL: in a thread it slowed Scrapy's own parsing measurably (``bench/crawl_store.py``).
+GIL: in a thread it slowed Scrapy's own parsing measurably (``bench/crawl_store.py``). The writer
+does all of a crawl's product-database work: it opens the source (the schema brought to the head,
+the source's row, its status), writes the batches and the 304s, and records the crawl's progress
+and end, so the crawler never loads SQLAlchemy (about 0.35 s of a node's start). Its review queue
+is opened at the first batch, not at start: a review file another process holds locked delays the
+writing, never the crawl's status.
 """
 
 from __future__ import annotations
 
 import os
+from multiprocessing import util
 import pickle
 import signal
+import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from recordhound import failpoints
 from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from recordhound.catalog.writer import CatalogWriter
     from recordhound.items import Release
 
 PARENT_CHECK_SECONDS = 0.5
-_writer: CatalogWriter | None = None
+_engine: Engine | None = None
+_configs: tuple[StoreConfig, ReviewConfig, bool, Callable[..., CatalogWriter]] | None = None
+_writer: CatalogWriter | None = None  # opened at the first batch (it opens the review queue)
 _delay_per_item = 0.0  # RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS: a deliberately slow store
 
 
 def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: int | None = None) -> None:
     """Executor initializer: one engine per writer; a writer process exits with its crawler."""
-    from recordhound.catalog.writer import open_writer  # in the writer's process only (not the crawler's)
+    from recordhound.catalog.writer import open_writer  # imported while the crawl starts, not at the first batch
     from recordhound.db.engine import make_engine
 
-    global _writer, _delay_per_item
+    global _engine, _configs, _writer, _delay_per_item
     if parent_pid is not None:  # a child process: first the watch, so that no wait below outlives the crawler
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the crawler's to act on
         failpoints.kill_with(parent_pid)  # a crash point here takes the whole node down
         threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
                          name="recordhound-parent-watch").start()
-    _writer = open_writer(make_engine(store.database_url), store, review, trusted)
+        util.Finalize(None, _leave, exitpriority=-1)  # the last of the process's exit steps
+    _engine, _configs, _writer = make_engine(store.database_url), (store, review, trusted, open_writer), None
     _delay_per_item = store.delay_per_item_seconds
+
+
+def _database() -> Engine:
+    assert _engine is not None, "worker.init() was not called in this process"
+    return _engine
+
+
+def _catalog() -> CatalogWriter:
+    """The catalog writer, opened at the first batch."""
+    global _writer
+    if _writer is None:
+        assert _configs is not None, "worker.init() was not called in this process"
+        store, review, trusted, open_writer = _configs
+        _writer = open_writer(_database(), store, review, trusted)
+    return _writer
+
+
+def _leave() -> None:
+    """A writer process told to stop (every batch done) closes its connections and ends at once: the
+    interpreter's teardown of SQLAlchemy's and the writer's modules took ~0.1 s of every crawl's end."""
+    try:
+        if _writer is not None:
+            _writer.queue.close()
+        if _engine is not None:
+            _engine.dispose()
+    except BaseException:  # noqa: BLE001 - said, and the process ends all the same
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -52,11 +98,48 @@ def ready() -> None:
     """Nothing: submitted to start the writer (``init``) before the first batch."""
 
 
+def open_source(name: str, kind: str, location: str, auto_upgrade: bool, started_at: str) -> int:
+    """A crawl begins: the schema brought to the head (``RECORDHOUND_DB_AUTO_UPGRADE``), the source's
+    row (created on its first crawl), its status in progress, and a first crawl sample. Its id."""
+    from recordhound.db.migrate import upgrade
+    from recordhound.db.samples import record_sample
+    from recordhound.db.sources import ensure_source, update_source_meta
+
+    engine = _database()
+    if auto_upgrade:
+        upgrade(engine)
+    source_id = ensure_source(engine, name, kind, location)
+    update_source_meta(engine, source_id, {"status": "in_progress", "started_at": started_at, "error_message": None})
+    record_sample(engine, source_id, {})
+    return source_id
+
+
+def touch(source_id: int, urls: list[str], resolution_seconds: float) -> None:
+    """Pages that answered 304: their offers' ``last_seen`` (``db/offers.py``)."""
+    from recordhound.db.offers import touch_offers
+
+    with _database().begin() as conn:
+        touch_offers(conn, source_id, urls, datetime.now(UTC), timedelta(seconds=resolution_seconds))
+
+
+def record_progress(source_id: int, changes: dict[str, Any], progress: dict[str, Any], finished: bool = False,
+                    health_error: str | None = None) -> None:
+    """The crawl's progress (``finished``: its end) into the source's metadata and a crawl sample. At
+    the end, a crawl that failed no health check but met problems says which (``errors``)."""
+    from recordhound.db.samples import readable_errors, record_sample
+    from recordhound.db.sources import update_source_meta
+
+    if finished and not changes.get("error_message") and changes.get("errors"):
+        changes = {**changes, "error_message": readable_errors(changes["errors"])}
+    update_source_meta(_database(), source_id, changes)
+    record_sample(_database(), source_id, progress, finished, health_error)
+
+
 def write(source_id: int, items: list[Release] | bytes) -> BatchResult | None:
     """Write a batch: the items, or (from a writer process's crawler) the pickled list of them.
     None: this process cannot read the batch (a value of a type only the crawler's ``__main__`` has);
     the crawler then sends its items one by one (``write_each``)."""
-    assert _writer is not None, "worker.init() was not called in this process"
+    writer = _catalog()
     if isinstance(items, bytes):
         try:
             items = pickle.loads(items)  # noqa: S301 - our own crawler's batch
@@ -65,14 +148,13 @@ def write(source_id: int, items: list[Release] | bytes) -> BatchResult | None:
     assert isinstance(items, list)
     if _delay_per_item:
         time.sleep(_delay_per_item * len(items))
-    return _writer.write(source_id, items)
+    return writer.write(source_id, items)
 
 
 def write_each(source_id: int, pickled: list[tuple[bytes, bytes | str]]) -> BatchResult:
     """A batch this process could not read whole, item by item: (the item's identity as a plain
     ``Release``, the pickled item or why it could not be pickled). The items it cannot read are
     rejected with the reason (the review queue lists them, as every rejected item), the rest written."""
-    assert _writer is not None, "worker.init() was not called in this process"
     items: list[Release] = []
     unreadable: list[tuple[Release, str]] = []
     for identity, item in pickled:
@@ -89,16 +171,15 @@ def write_each(source_id: int, pickled: list[tuple[bytes, bytes | str]]) -> Batc
     assert result is not None
     failpoints.hit("store.before_unreadable_rejected")
     result.items += len(unreadable)
-    _writer.reject(source_id, unreadable, result)
+    _catalog().reject(source_id, unreadable, result)
     return result
 
 
 def reject(source_id: int, rejected: list[tuple[bytes, str]]) -> BatchResult:
     """Items the crawler gives up on, rejected with the reason: (the item's identity as a plain
     ``Release``, pickled; why). The review queue lists them, as every rejected item."""
-    assert _writer is not None, "worker.init() was not called in this process"
     result = BatchResult(items=len(rejected))
-    _writer.reject(source_id, [(pickle.loads(identity), reason) for identity, reason in rejected], result)  # noqa: S301
+    _catalog().reject(source_id, [(pickle.loads(identity), reason) for identity, reason in rejected], result)  # noqa: S301
     return result
 
 
@@ -110,8 +191,7 @@ def probe(source_id: int) -> None:
 
     from recordhound.db.engine import lock_for_writing
 
-    assert _writer is not None, "worker.init() was not called in this process"
-    with _writer.engine.connect() as conn, conn.begin() as transaction:
+    with _database().connect() as conn, conn.begin() as transaction:
         lock_for_writing(conn)
         conn.execute(text("INSERT INTO source_spellings (source_id, kind, spelling, entity_id) "
                           "VALUES (:source_id, 'probe', 'recordhound write probe', 0)"), {"source_id": source_id})

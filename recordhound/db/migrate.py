@@ -21,6 +21,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from recordhound.db.engine import lock_for_writing, make_engine
+from recordhound.db.revision import packaged_head
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -68,13 +69,6 @@ def head_revision() -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
-
-
-@functools.cache
-def packaged_head() -> str:
-    """The newest revision shipped, from the migration files' names (Alembic's head: see the module)."""
-    versions = resources.files("recordhound.db") / "migrations" / "versions"
-    return max(f.name for f in versions.iterdir() if f.name[:4].isdigit() and f.name.endswith(".py"))[:4]
 
 
 def stored_revision(engine: Engine) -> str | None:

@@ -3,7 +3,6 @@ spellings it used for artists, labels and styles (``source_spellings``)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
@@ -71,8 +70,3 @@ def spellings(conn: Connection, source_id: int, kind: str) -> dict[str, int]:
     return {spelling: entity_id for spelling, entity_id in conn.execute(
         select(SourceSpelling.spelling, SourceSpelling.entity_id).where(
             SourceSpelling.source_id == source_id, SourceSpelling.kind == kind))}
-
-
-def now_iso() -> str:
-    """The timestamps of a source's metadata (``parsed_at``, ``started_at``, errors' ``at``)."""
-    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -44,12 +44,16 @@ def describe_frontier(config: FrontierConfig, crawl: str) -> str:
 
 
 def describe_store(config: StoreConfig) -> str:
-    from sqlalchemy.engine import make_url  # only when the store is on: a crawl that discards items never loads SQLAlchemy
+    """Read without SQLAlchemy, which a crawler never loads (its writer process owns the database)."""
+    from recordhound.preflight import safe_url
 
-    url = make_url(config.database_url)
-    if url.get_backend_name() == "sqlite":
-        return f"sqlite ({_relative(url.database or ':memory:')})"
-    return f"{url.get_backend_name()} ({url.render_as_string(hide_password=True)})"
+    scheme, _, rest = config.database_url.partition("://")
+    backend = scheme.split("+", 1)[0]
+    if backend == "sqlite":
+        path = rest.split("?", 1)[0]
+        path = path[1:] if path.startswith("/") else path
+        return f"sqlite ({_relative(path) if path not in ('', ':memory:') else ':memory:'})"
+    return f"{backend} ({safe_url(config.database_url)})"
 
 
 def describe_review(config: ReviewConfig) -> str:

@@ -7,16 +7,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
+from scrapy.exceptions import DropItem
 from twisted.internet import reactor
 
 from recordhound import failpoints
 from recordhound.frontier import recrawl
+from recordhound.exceptions import StoreError
 from recordhound.frontier.registry import FRONTIER_ID, PARENT_ID
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from recordhound.frontier.scheduler import FrontierScheduler
+
+
+class ItemNotStored(StoreError, DropItem):
+    """The product store cannot take this item and the crawl is stopping: the item is dropped, and
+    its page is neither acked nor failed (its lease is given back when the crawl closes)."""
 
 
 class EngineSignals:
@@ -29,7 +36,7 @@ class EngineSignals:
     def connect(self, crawler: Crawler) -> None:
         for handler, signal in ((self._response_received, signals.response_received),
                                 (self._item_settled, signals.item_scraped),
-                                (self._item_settled, signals.item_dropped),
+                                (self._item_dropped, signals.item_dropped),
                                 (self._item_error, signals.item_error),
                                 (self._left_downloader, signals.request_left_downloader),
                                 (self._scheduled, signals.request_scheduled),
@@ -90,6 +97,10 @@ class EngineSignals:
         if (frontier_id := _frontier_id(response)) is not None:
             failpoints.hit("spider.item_settled", response.url)
             self.s.outcomes.item_settled(frontier_id)
+
+    def _item_dropped(self, item: Any, response: Any, exception: BaseException, **kwargs: Any) -> None:
+        if not isinstance(exception, ItemNotStored):  # it is: the page stays unsettled, given back at close
+            self._item_settled(item, response)
 
     def _item_error(self, item: Any, response: Any, failure: Any, **kwargs: Any) -> None:
         if (frontier_id := _frontier_id(response)) is not None:

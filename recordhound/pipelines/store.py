@@ -1,7 +1,11 @@
 """Store pipeline: upsert releases and offers into the product database in batches.
 
-The database modules (SQLAlchemy, Alembic, the writer) are imported when the store opens, so a
-crawl that discards its items (RECORDHOUND_STORE_ENABLED=false) never loads them.
+All of the product database's work is its writer process's (``catalog/worker.py``): opening the
+crawl's source (the schema, the source's row, its status), the batches, the 304s, the progress and
+the crawl's end. This process never loads SQLAlchemy, with the store on or off (about 0.35 s of a
+node's start, docs/benchmarks.md). The crawl does not wait for the source to open: items wait for
+it in their batch. A source the writer cannot open stops the crawl (exit 1): the items are dropped
+with :class:`ItemNotStored`, and their pages are neither acked nor failed (given back at close).
 """
 
 from __future__ import annotations
@@ -11,32 +15,41 @@ import logging
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from concurrent.futures import BrokenExecutor
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 
+from scrapy.utils.defer import deferred_from_coro
+
 from recordhound import failpoints, signals
+from recordhound.catalog import worker
+from recordhound.catalog.errors import is_transient
 from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
-from recordhound.errors import record_error
+from recordhound.errors import FATAL_STAT, record_error
 from recordhound.extensions.health import HEALTH_STAT
 from recordhound.frontier import engine_access, registry
+from recordhound.frontier.engine_signals import ItemNotStored
 from recordhound.frontier.registry import NOT_JOINED_STAT
 from recordhound.items import Release, Unchanged
 from recordhound.pause import pauses
 from recordhound.pipelines.batcher import Backlog, Batcher
 from recordhound.pipelines.writer_process import WriterProcess
+from recordhound.preflight import safe_url
+from recordhound.text import now_iso
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
-    from sqlalchemy import Engine
+
+    from recordhound.sources.profile import Profile
 
 logger = logging.getLogger(__name__)
 PROGRESS_EVERY_SECONDS = 10.0
 BACKPRESSURE = "recordhound/backpressure/"  # stats: pauses, paused_seconds, max_waiting_items, max_load
+OPEN_ATTEMPTS = 3  # writers that may die opening the source (each replaced) before the crawl stops
 
 
 class StorePipeline:
@@ -45,7 +58,7 @@ class StorePipeline:
         self.trusted = False
         self.counts: Counter[str] = Counter()
         self.recent_errors: deque[dict[str, str]] = deque(maxlen=config.errors_kept)
-        self.engine: Engine | None = None
+        self._opening: asyncio.Task[int] | None = None  # the writer opening the crawl's source: its id
         self.source_id = 0
         self.batcher: Batcher[Release, BatchResult] | None = None
         self.unchanged: Batcher[Unchanged, int] | None = None  # pages that answered 304 (a batch: how many)
@@ -77,23 +90,9 @@ class StorePipeline:
         profile = self.crawler.spider.profile  # type: ignore[union-attr]  # open: the catalog spider, with its profile
         self.trusted = profile.trusted or self.review.trust_new_entities
         self.writer = WriterProcess(self.config, self.review, self.trusted)
-        # first: it reads no table before its first batch, so it starts while this process imports the
-        # database modules (~0.2 s) and checks the schema; a short crawl's end waits for its start
-        self.writer.start()
-        from recordhound.catalog.errors import is_transient
-        from recordhound.db.engine import make_engine
-        from recordhound.db.migrate import upgrade
-        from recordhound.db.samples import record_sample
-        from recordhound.db.sources import ensure_source, update_source_meta
-
-        self.engine = make_engine(self.config.database_url)
-        if self.config.auto_upgrade:
-            await asyncio.to_thread(upgrade, self.engine)
-        self.source_id = await asyncio.to_thread(
-            ensure_source, self.engine, profile.name, profile.kind, profile.base_url)
-        await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
-            "status": "in_progress", "started_at": _now_iso(), "error_message": None})
-        await asyncio.to_thread(record_sample, self.engine, self.source_id, {})
+        self.writer.start()  # its interpreter starts beside the crawl's first fetches; the crawl does not wait
+        self._opening = asyncio.ensure_future(self._open_source(profile))
+        self._opening.add_done_callback(self._opened)
         pause = pauses(self.crawler)
         self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
                                self._written, is_transient, lambda: pause.hold("product store"),
@@ -108,7 +107,46 @@ class StorePipeline:
                                  self._backlog("product store behind (304s)", pages=False), self._quiet)
         self.unchanged.start()
         self.crawler.signals.connect(self._downloaded, signal=scrapy_signals.response_received)
-        logger.info("Storing items of source %r in %s", profile.name, self.engine.url.render_as_string())
+        logger.info("Storing items of source %r in %s", profile.name, safe_url(self.config.database_url))
+
+    async def _open_source(self, profile: Profile) -> int:
+        """The writer opens the crawl's source (``worker.open_source``); a writer that dies meanwhile
+        is replaced and asked again, ``OPEN_ATTEMPTS`` times in all."""
+        assert self.writer is not None
+        started_at = now_iso()
+        for attempt in range(1, OPEN_ATTEMPTS + 1):
+            try:
+                return await self.writer.call(worker.open_source, profile.name, profile.kind, profile.base_url,
+                                              self.config.auto_upgrade, started_at)
+            except BrokenExecutor:
+                if attempt == OPEN_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _opened(self, opening: asyncio.Task[int]) -> None:
+        """A source that could not be opened stops the crawl, whatever it was doing (items or not)."""
+        if opening.cancelled():
+            return
+        if (exc := opening.exception()) is None:
+            self.source_id = opening.result()
+            return
+        orig = getattr(exc, "orig", None) or exc
+        reason = f"product store: {type(orig).__name__}: {(str(orig).strip().splitlines() or [''])[0]}"
+        logger.error("The product database could not be opened for this crawl (%s): stopping; the pages "
+                     "fetched meanwhile go back to the queue", reason)
+        self.crawler.stats.set_value(FATAL_STAT, reason)
+        if self.crawler.engine is not None:
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason="store_error"))
+
+    async def _source(self) -> int:
+        """The source's id, once the writer opened it."""
+        if not self.source_id:
+            assert self._opening is not None
+            try:
+                self.source_id = await asyncio.shield(self._opening)
+            except Exception as exc:  # noqa: BLE001 - _opened stopped the crawl on it
+                raise ItemNotStored("not stored: the product database could not be opened for this crawl") from exc
+        return self.source_id
 
     def _quiet(self) -> bool:
         """No page's items will join a batch soon, so waiting for the batch time would only delay
@@ -169,25 +207,17 @@ class StorePipeline:
             await self.unchanged.close()
         if self.batcher is not None:
             await self.batcher.close()
-        self._record_peak()
-        if self.writer is not None:
-            await self.writer.close()
+        self._record_peak()  # the writer is closed once it recorded the crawl's end (_spider_closed)
 
     async def _write(self, items: list[Release]) -> BatchResult:
         assert self.writer is not None
-        return await self.writer.write(self.source_id, items)
+        return await self.writer.write(await self._source(), items)
 
     async def _touch(self, items: list[Unchanged]) -> int:
-        """A 304 writes nothing but the offers' last_seen (at its resolution), off the reactor."""
-        assert self.engine is not None
-        engine, resolution = self.engine, timedelta(seconds=self.config.last_seen_resolution_seconds)
-
-        from recordhound.db.offers import touch_offers
-
-        def touch() -> None:
-            with engine.begin() as conn:
-                touch_offers(conn, self.source_id, [item.url for item in items], datetime.now(UTC), resolution)
-        await asyncio.to_thread(touch)
+        """A 304 writes nothing but the offers' last_seen (at its resolution)."""
+        assert self.writer is not None
+        await self.writer.call(worker.touch, await self._source(), [item.url for item in items],
+                               self.config.last_seen_resolution_seconds)
         failpoints.hit("store.after_touch")
         return len(items)
 
@@ -223,49 +253,53 @@ class StorePipeline:
 
     def _publish_progress(self, now: float) -> None:
         """The source's metadata says how the crawl is going (the admin's Crawl status page)."""
-        from recordhound.db.samples import record_sample
-        from recordhound.db.sources import update_source_meta
-
-        if self.engine is None:
+        if self.writer is None or not self.source_id:
             return
         elapsed = max(now - self._started, 1e-6)
         progress = self._progress(round(self.counts["items"] * 60 / elapsed, 1))
         progress["pages_per_second"] = round(progress["pages"] / elapsed, 2)
-        task = asyncio.ensure_future(asyncio.to_thread(
-            update_source_meta, self.engine, self.source_id, {"progress": progress}))
+        task = asyncio.ensure_future(self.writer.call(
+            worker.record_progress, self.source_id, {"progress": progress}, progress))
         task.add_done_callback(_log_failure)
-        sample = asyncio.ensure_future(asyncio.to_thread(record_sample, self.engine, self.source_id, progress))
-        sample.add_done_callback(_log_failure)
 
     def _progress(self, items_per_minute: float | None) -> dict[str, Any]:
         pages = self.crawler.stats.get_value("response_received_count", 0) if self.crawler.stats else 0
         return {"items": self.counts["items"], "stored": self.counts["stored"], "parked": self.counts["parked"],
-                "pages": pages, "at": _now_iso(), "items_per_minute": items_per_minute, "pages_per_second": None}
+                "pages": pages, "at": now_iso(), "items_per_minute": items_per_minute, "pages_per_second": None}
 
     def _error_recorded(self, kind: str, url: str, message: str) -> None:
-        self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": _now_iso()})
+        self.recent_errors.append({"kind": kind, "url": url, "message": message, "at": now_iso()})
 
     async def _spider_closed(self, reason: str) -> None:
-        """Awaited by the engine (an async signal handler): the write runs off the reactor."""
-        from recordhound.db.samples import readable_errors, record_sample
-        from recordhound.db.sources import update_source_meta
+        """Awaited by the engine (an async signal handler): the writer records the crawl's end, then
+        is closed. Spidermon's checks ran first (an extension's handler)."""
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            await self._record_end(writer, reason)
+        finally:
+            await writer.close()
 
-        if self.engine is None or not self.source_id:
+    async def _record_end(self, writer: WriterProcess, reason: str) -> None:
+        assert self._opening is not None
+        try:
+            source_id = await asyncio.shield(self._opening)
+        except Exception:  # noqa: BLE001 - the crawl stopped on it (_opened)
             return
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         errors = {k.rsplit("/", 1)[-1]: v for k, v in stats.items() if k.startswith("recordhound/errors/")}
-        unhealthy = stats.get(HEALTH_STAT)  # Spidermon's checks ran first (an extension's handler)
+        unhealthy = stats.get(HEALTH_STAT)
         status = "failed" if unhealthy else "completed" if reason == "finished" else "interrupted"
-        message = f"crawl health: {unhealthy}" if unhealthy else None
         progress = self._progress(None)
-        await asyncio.to_thread(update_source_meta, self.engine, self.source_id, {
-            "status": status, "parsed_at": _now_iso(), "finish_reason": reason,
-            "error_message": message or (readable_errors(errors) if errors else None),
-            "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
-            "progress": progress,
-        })
-        await asyncio.to_thread(record_sample, self.engine, self.source_id, progress, True, unhealthy or None)
-        self.engine.dispose()
+        changes = {"status": status, "parsed_at": now_iso(), "finish_reason": reason,
+                   "error_message": f"crawl health: {unhealthy}" if unhealthy else None,
+                   "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
+                   "progress": progress}
+        try:
+            await writer.call(worker.record_progress, source_id, changes, progress, True, unhealthy or None)
+        except Exception as exc:  # noqa: BLE001 - the crawl is over; its end goes unrecorded, and says so
+            logger.warning("Could not record the crawl's end in the product database: %s: %s", type(exc).__name__, exc)
 
 
 class PausedTime:
@@ -296,12 +330,6 @@ class PausedTime:
         if not self.holding:
             self.total += self.clock() - self.since
             self.stats.set_value(BACKPRESSURE + "paused_seconds", round(self.total, 1))
-
-
-def _now_iso() -> str:
-    from recordhound.db.sources import now_iso
-
-    return now_iso()
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:

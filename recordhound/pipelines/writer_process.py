@@ -1,13 +1,15 @@
-"""The store's writer: one child process (``catalog/worker.py``) that writes the batches, or a thread
-with ``RECORDHOUND_STORE_WRITER=thread``.
+"""The store's writer: one child process (``catalog/worker.py``) that does the crawl's product-database
+work (the source's opening and status, the batches, the 304s: ``pipelines/store.py``), or a thread with
+``RECORDHOUND_STORE_WRITER=thread``; one call at a time.
 
 It is started when the store opens, not at the first batch: its interpreter imports SQLAlchemy and
-the catalog writer while the store checks the schema and the crawl fetches its first pages, so
-neither the first batch nor a short crawl's close waits for it (``bench/startup.py``). A writer that
-never took a batch is stopped at close without waiting for its start (a graceful stop right after
-open, a crawl with nothing to store). The child ignores SIGINT: a terminal's Ctrl-C reaches the
-whole process group, and stopping is the crawler's to decide (it writes what waits, then closes
-the writer). A writer that dies is replaced at once, and the batcher retries the batch. One that
+the catalog writer while the crawl fetches its first pages, so neither the first batch nor a short
+crawl's close waits for all of it (``bench/startup.py``). A writer that never took a batch is stopped
+at close without waiting for it. When told to stop, a writer process closes its connections and
+ends without the interpreter's teardown (``worker._leave``). The child ignores SIGINT: a terminal's
+Ctrl-C reaches the whole process group, and stopping is the crawler's to decide (it writes what
+waits, records the crawl's end, then closes the writer). A writer that dies is replaced at once,
+and the batcher retries the batch. One that
 dies again on the same batch gets its items one at a time (the last of each external id), each in a
 new writer when the last died: an item that kills it ``DEATHS_PER_ITEM`` times alone is rejected
 with the reason, the rest are written, once a new writer survives a test write. One that dies
@@ -29,10 +31,10 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, TypeVar
 
 from recordhound.catalog import worker
 from recordhound.catalog.result import BatchResult
@@ -42,6 +44,7 @@ from recordhound.text import text_or
 
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 DEATHS_PER_ITEM = 2  # an item alone that kills a new writer this many times in a row is rejected
 
 
@@ -53,6 +56,7 @@ class WriterProcess:
         self._started: Future[None] | None = None  # done without error: the child started (a death after is a write's)
         self._used = False  # a batch was handed to this writer
         self._broke_on: tuple[int, ...] = ()  # the batch the writer died on last (its items' ids)
+        self._turn = asyncio.Lock()  # one call at a time: a writer that dies is replaced once, by its caller
 
     def start(self) -> None:
         config, review, trusted = self._args
@@ -71,7 +75,22 @@ class WriterProcess:
         self._started = started
         started.add_done_callback(lambda done: self._start_failed(done, executor))
 
+    async def call(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` in the writer (``catalog/worker.py``: the source's status, the 304s). A
+        writer that died meanwhile is replaced, and the error raised: the caller tries again or gives up."""
+        async with self._turn:
+            assert self._executor is not None, "the writer was not started"
+            try:
+                return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+            except BrokenExecutor:
+                self._restart()
+                raise
+
     async def write(self, source_id: int, items: list[Release]) -> BatchResult:
+        async with self._turn:
+            return await self._write(source_id, items)
+
+    async def _write(self, source_id: int, items: list[Release]) -> BatchResult:
         assert self._executor is not None, "the writer was not started"
         self._used = True
         try:

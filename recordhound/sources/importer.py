@@ -25,7 +25,8 @@ from sqlalchemy import Engine, select
 from recordhound.db.models import Source
 from recordhound import failpoints
 from recordhound.catalog.writer import CatalogWriter
-from recordhound.db.sources import ensure_source, now_iso, update_source_meta
+from recordhound.db.sources import ensure_source, update_source_meta
+from recordhound.text import now_iso
 from recordhound.items import RawRelease, Release
 from recordhound.normalize import normalize_release
 from recordhound.review import gate

@@ -7,6 +7,7 @@ PostgreSQL product databases."""
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import signal
@@ -78,6 +79,14 @@ def _stored_offers(database_url: str) -> list[str]:
     return list(found)
 
 
+def _source_status(database_url: str) -> str:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        meta = conn.execute(text("SELECT metadata FROM sources WHERE name = 'demo'")).scalar_one()
+    engine.dispose()
+    return str((meta if isinstance(meta, dict) else json.loads(meta))["status"])
+
+
 def test_the_writer_process_runs_before_the_first_item(database_url: str, tmp_path) -> None:
     store = _store(database_url, str(tmp_path))
 
@@ -107,9 +116,10 @@ def test_a_writer_killed_before_the_first_item_is_replaced_and_nothing_is_lost(d
 
 
 def test_a_close_right_after_open_does_not_wait_for_a_writer_that_took_no_batch(database_url: str, tmp_path) -> None:
-    """A graceful stop (or a crawl with nothing to store) right after the store opened: the writer is
-    still starting, here held at the review queue's file, which another process has locked. The store
-    closes without waiting for it, and the writer is gone (before, close waited for its whole start)."""
+    """A graceful stop (or a crawl with nothing to store) right after the store opened, while another
+    process holds the review queue's file locked. The store closes without waiting for that file (before,
+    the writer's start waited for it, and close for the start): the writer opens the review queue at its
+    first batch, so it records the crawl's end meanwhile, and is gone after."""
     store = _store(database_url, str(tmp_path))
     review = sqlite3.connect(tmp_path / "review.sqlite3", isolation_level=None, check_same_thread=False)
     review.execute("BEGIN EXCLUSIVE")  # the writer's start waits for this file
@@ -137,6 +147,7 @@ def test_a_close_right_after_open_does_not_wait_for_a_writer_that_took_no_batch(
         review.close()
     assert closed_while_locked, "close waited for the writer's start"
     assert writer not in _children()
+    assert _source_status(database_url) == "interrupted"
 
 
 def test_ctrl_c_while_the_writer_starts_is_the_crawlers_to_handle(database_url: str, tmp_path: Path) -> None:

@@ -61,11 +61,11 @@ def _release(sku: str, title: str, price: Decimal = Decimal("9.99"), path: str =
                    artists=["Someone"], price=price, currency="EUR")
 
 
-def _settings(tmp_path: Path, review_path: str = "") -> Settings:
+def _settings(tmp_path: Path) -> Settings:
     settings = Settings()
     settings.setmodule("recordhound.settings")
     settings.set("RECORDHOUND_DATABASE_URL", f"sqlite:///{tmp_path / 'product.sqlite3'}")
-    settings.set("RECORDHOUND_REVIEW_PATH", review_path or str(tmp_path / "review.sqlite3"))
+    settings.set("RECORDHOUND_REVIEW_PATH", str(tmp_path / "review.sqlite3"))
     return settings
 
 
@@ -129,8 +129,9 @@ def test_a_writer_that_dies_starting_never_rejects_the_batch_s_items(tmp_path: P
                                                                       caplog: pytest.LogCaptureFixture) -> None:
     settings = _settings(tmp_path)
     writer, source_id = _writer(settings)
-    writer = WriterProcess(StoreConfig.from_settings(settings),  # a directory: the queue file cannot be opened
-                           ReviewConfig.from_settings(_settings(tmp_path, review_path=str(tmp_path))), trusted=True)
+    starts_badly = _settings(tmp_path)  # its engine cannot be made: a driver that is not installed
+    starts_badly.set("RECORDHOUND_DATABASE_URL", "postgresql+nosuchdriver://127.0.0.1/catalog")
+    writer = WriterProcess(StoreConfig.from_settings(starts_badly), ReviewConfig.from_settings(settings), trusted=True)
     with caplog.at_level(logging.ERROR, logger=LOGGER):
         assert _tries(writer, source_id, [_release("a1", "A1")]) == ["waits"] * 4
     said = [record.getMessage() for record in caplog.records]
