@@ -47,7 +47,8 @@ def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: in
 
     global _engine, _configs, _writer, _delay_per_item
     if parent_pid is not None:  # a child process: first the watch, so that no wait below outlives the crawler
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the crawler's to act on
+        for stop in (signal.SIGINT, signal.SIGTERM):  # a terminal's Ctrl-C, or a service manager's SIGTERM to the
+            signal.signal(stop, signal.SIG_IGN)     # whole group: stopping is the crawler's to do (it closes this)
         failpoints.kill_with(parent_pid)  # a crash point here takes the whole node down
         threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
                          name="recordhound-parent-watch").start()
@@ -73,7 +74,10 @@ def _catalog() -> CatalogWriter:
 
 def _leave() -> None:
     """A writer process told to stop (every batch done) closes its connections and ends at once: the
-    interpreter's teardown of SQLAlchemy's and the writer's modules took ~0.1 s of every crawl's end."""
+    interpreter's teardown of SQLAlchemy's and the writer's modules took ~0.1 s of every crawl's end.
+    A process ending on an error goes the usual way instead (its traceback printed, exit code 1)."""
+    if sys.exc_info()[0] is not None:
+        return
     try:
         if _writer is not None:
             _writer.queue.close()
@@ -129,10 +133,13 @@ def record_progress(source_id: int, changes: dict[str, Any], progress: dict[str,
     from recordhound.db.samples import readable_errors, record_sample
     from recordhound.db.sources import update_source_meta
 
+    from recordhound.db.engine import writing
+
     if finished and not changes.get("error_message") and changes.get("errors"):
         changes = {**changes, "error_message": readable_errors(changes["errors"])}
-    update_source_meta(_database(), source_id, changes)
-    record_sample(_database(), source_id, progress, finished, health_error)
+    with writing(_database()) as conn:  # both or neither: a crawl's end is its status and its last sample
+        update_source_meta(conn, source_id, changes)
+        record_sample(conn, source_id, progress, finished, health_error)
 
 
 def write(source_id: int, items: list[Release] | bytes) -> BatchResult | None:

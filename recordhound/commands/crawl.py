@@ -28,6 +28,8 @@ from recordhound.extensions.health import HEALTH_STAT
 if TYPE_CHECKING:
     import argparse
 
+    from scrapy.settings import BaseSettings
+
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,20 @@ def user_error(exc: BaseException | None) -> RecordhoundError | None:
     return None
 
 
+def _start_the_writer(settings: BaseSettings, spider_args: dict[str, str]) -> None:
+    """With the store on, its writer process starts now, before Scrapy builds the crawler (the store
+    adopts it: ``writer_process.start_early``)."""
+    from recordhound.config import ReviewConfig, StoreConfig
+    from recordhound.pipelines.writer_process import start_early
+    from recordhound.sources import load_profile
+
+    store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)
+    if not settings.getbool("RECORDHOUND_STORE_ENABLED") or store.writer != "process":
+        return
+    profile = load_profile(spider_args.get("source") or "demo", settings.getlist("RECORDHOUND_PROFILES_DIRS"))
+    start_early(store, review, profile.trusted or review.trust_new_entities)
+
+
 class Command(ScrapyCrawl):
     _preflight: RecordhoundError | None = None
 
@@ -58,6 +74,9 @@ class Command(ScrapyCrawl):
             self._preflight = exc
             if self.settings.get("LOG_LEVEL") != "DEBUG":
                 self.settings.set("LOG_LEVEL", "ERROR", priority="cmdline")
+            return
+        if args == ["catalog"]:
+            _start_the_writer(self.settings, opts.spargs)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -102,6 +121,6 @@ class Command(ScrapyCrawl):
         if fatal:
             print(f"error: the crawl stopped: {fatal}", file=sys.stderr)
         unhealthy = crawler.stats.get_value(HEALTH_STAT) if crawler.stats else None
-        if unhealthy:
+        if unhealthy and not fatal:  # a crawl stopped on an error fails its checks too: one line says why
             print(f"error: the crawl failed its health checks: {unhealthy}", file=sys.stderr)
         return 1 if self._error or fatal or unhealthy or self.crawler_process.bootstrap_failed else 0

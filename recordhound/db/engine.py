@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -37,3 +39,16 @@ def lock_for_writing(conn: Connection) -> None:
     """Serialize writers for the rest of this transaction (SQLite already is)."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_WRITE_LOCK})
+
+
+@contextmanager
+def writing(target: Engine | Connection) -> Iterator[Connection]:
+    """A connection holding the write lock: a transaction of its own on an engine, or the caller's
+    transaction when given its connection (several writes that commit together)."""
+    if isinstance(target, Connection):
+        lock_for_writing(target)
+        yield target
+        return
+    with target.begin() as conn:
+        lock_for_writing(conn)
+        yield conn

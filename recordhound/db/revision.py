@@ -69,7 +69,6 @@ def _sqlite_revision(path: str) -> str | None:
 
 def _postgresql_revision(conninfo: str) -> str | None:
     import psycopg
-    from psycopg import errors
 
     try:
         connection = psycopg.connect(conninfo)
@@ -80,7 +79,7 @@ def _postgresql_revision(conninfo: str) -> str | None:
     try:
         with connection.cursor() as cursor:
             return _one(cursor.execute("SELECT version_num FROM alembic_version").fetchall())
-    except errors.UndefinedTable:
+    except psycopg.Error:  # no schema yet, or a role that may not read it: the writer's open will say
         return None
     finally:
         connection.close()

@@ -10,21 +10,20 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
-from recordhound.db.engine import lock_for_writing
+from recordhound.db.engine import writing
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import CrawlSample
 
 
-def record_sample(engine: Engine, source_id: int, progress: dict[str, Any], finished: bool = False,
+def record_sample(target: Engine | Connection, source_id: int, progress: dict[str, Any], finished: bool = False,
                   health_error: str | None = None, at: datetime | None = None) -> int:
     """One row from the progress dict the pipeline publishes (``pages``, ``items``, ``stored``)."""
     row = {"source_id": source_id, "at": at or datetime.now(UTC), "pages": int(progress.get("pages") or 0),
            "items": int(progress.get("items") or 0), "stored": int(progress.get("stored") or 0),
            "finished": finished, "health_error": health_error}
-    with engine.begin() as conn:
-        lock_for_writing(conn)
+    with writing(target) as conn:  # in the caller's transaction when given a connection
         return insert_with_ids(conn, CrawlSample, [row])[0]
 
 

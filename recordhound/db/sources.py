@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
-from recordhound.db.engine import lock_for_writing
+from recordhound.db.engine import lock_for_writing, writing
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Source, SourceSpelling
 
@@ -27,10 +27,10 @@ def ensure_source(engine: Engine, name: str, kind: str, location: str) -> int:
         return insert_with_ids(conn, Source, [{"name": name, "kind": kind, "location": location, "meta": meta}])[0]
 
 
-def update_source_meta(engine: Engine, source_id: int, changes: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``changes`` into the source's JSON metadata; returns the new metadata."""
-    with engine.begin() as conn:
-        lock_for_writing(conn)
+def update_source_meta(target: Engine | Connection, source_id: int, changes: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``changes`` into the source's JSON metadata (in ``target``'s transaction when it is a
+    connection); returns the new metadata."""
+    with writing(target) as conn:
         meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
         meta.update(changes)
         conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))

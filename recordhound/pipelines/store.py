@@ -15,8 +15,7 @@ import logging
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from concurrent.futures import BrokenExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
@@ -24,6 +23,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
 from recordhound import failpoints, signals
+from recordhound.backoff import backoff_seconds
 from recordhound.catalog import worker
 from recordhound.catalog.errors import is_transient
 from recordhound.catalog.result import BatchResult
@@ -36,7 +36,7 @@ from recordhound.frontier.registry import NOT_JOINED_STAT
 from recordhound.items import Release, Unchanged
 from recordhound.pause import pauses
 from recordhound.pipelines.batcher import Backlog, Batcher
-from recordhound.pipelines.writer_process import WriterProcess
+from recordhound.pipelines.writer_process import WriterProcess, adopt_early
 from recordhound.preflight import safe_url
 from recordhound.text import now_iso
 
@@ -47,9 +47,10 @@ if TYPE_CHECKING:
     from recordhound.sources.profile import Profile
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 PROGRESS_EVERY_SECONDS = 10.0
 BACKPRESSURE = "recordhound/backpressure/"  # stats: pauses, paused_seconds, max_waiting_items, max_load
-OPEN_ATTEMPTS = 3  # writers that may die opening the source (each replaced) before the crawl stops
+CALL_ATTEMPTS = 5  # tries of the source's opening and of the crawl's end (a writer died, the database blinked)
 
 
 class StorePipeline:
@@ -84,13 +85,17 @@ class StorePipeline:
                 batcher.write_eagerly(eager)
 
     async def open_spider(self) -> None:
-        if self.crawler.stats.get_value(NOT_JOINED_STAT):
-            logger.info("This node did not join the crawl: the product store is not opened")
-            return  # the crawl closes at once; the source's status is the other nodes'
         profile = self.crawler.spider.profile  # type: ignore[union-attr]  # open: the catalog spider, with its profile
         self.trusted = profile.trusted or self.review.trust_new_entities
-        self.writer = WriterProcess(self.config, self.review, self.trusted)
-        self.writer.start()  # its interpreter starts beside the crawl's first fetches; the crawl does not wait
+        early = adopt_early(self.config, self.review, self.trusted)  # `scrapy crawl` started it (commands/crawl.py)
+        if self.crawler.stats.get_value(NOT_JOINED_STAT):
+            if early is not None:
+                early.discard()
+            logger.info("This node did not join the crawl: the product store is not opened")
+            return  # the crawl closes at once; the source's status is the other nodes'
+        self.writer = early or WriterProcess(self.config, self.review, self.trusted)
+        if early is None:
+            self.writer.start()  # its interpreter starts beside the crawl's first fetches; the crawl does not wait
         self._opening = asyncio.ensure_future(self._open_source(profile))
         self._opening.add_done_callback(self._opened)
         pause = pauses(self.crawler)
@@ -110,17 +115,23 @@ class StorePipeline:
         logger.info("Storing items of source %r in %s", profile.name, safe_url(self.config.database_url))
 
     async def _open_source(self, profile: Profile) -> int:
-        """The writer opens the crawl's source (``worker.open_source``); a writer that dies meanwhile
-        is replaced and asked again, ``OPEN_ATTEMPTS`` times in all."""
+        """The writer opens the crawl's source (``worker.open_source``)."""
+        return await self._call_retrying("open the crawl's source", worker.open_source, profile.name, profile.kind,
+                                         profile.base_url, self.config.auto_upgrade, now_iso())
+
+    async def _call_retrying(self, what: str, function: Callable[..., T], *args: Any) -> T:
+        """``function`` in the writer, tried again (with backoff) when the writer died or the database
+        was away for a moment, ``CALL_ATTEMPTS`` times in all; then its error."""
         assert self.writer is not None
-        started_at = now_iso()
-        for attempt in range(1, OPEN_ATTEMPTS + 1):
+        for attempt in range(1, CALL_ATTEMPTS + 1):
             try:
-                return await self.writer.call(worker.open_source, profile.name, profile.kind, profile.base_url,
-                                              self.config.auto_upgrade, started_at)
-            except BrokenExecutor:
-                if attempt == OPEN_ATTEMPTS:
+                return await self.writer.call(function, *args)
+            except Exception as exc:
+                if attempt == CALL_ATTEMPTS or not is_transient(exc):
                     raise
+                delay = backoff_seconds(attempt, self.config.retry_max_seconds)
+                logger.warning("Could not %s (%s: %s); retry %d in %.1f s", what, type(exc).__name__, exc, attempt, delay)
+                await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
     def _opened(self, opening: asyncio.Task[int]) -> None:
@@ -145,7 +156,8 @@ class StorePipeline:
             try:
                 self.source_id = await asyncio.shield(self._opening)
             except Exception as exc:  # noqa: BLE001 - _opened stopped the crawl on it
-                raise ItemNotStored("not stored: the product database could not be opened for this crawl") from exc
+                raise ItemNotStored("not stored: the product database could not be opened for this crawl",
+                                    log_level="DEBUG") from exc  # the crawl's error says it once
         return self.source_id
 
     def _quiet(self) -> bool:
@@ -277,12 +289,14 @@ class StorePipeline:
         if writer is None:
             return
         try:
-            await self._record_end(writer, reason)
+            await self._record_end(reason)
         finally:
             await writer.close()
 
-    async def _record_end(self, writer: WriterProcess, reason: str) -> None:
+    async def _record_end(self, reason: str) -> None:
         assert self._opening is not None
+        if not self._opening.done():
+            logger.info("Waiting for the store's writer to open the source, to record the crawl's end")
         try:
             source_id = await asyncio.shield(self._opening)
         except Exception:  # noqa: BLE001 - the crawl stopped on it (_opened)
@@ -297,7 +311,8 @@ class StorePipeline:
                    "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
                    "progress": progress}
         try:
-            await writer.call(worker.record_progress, source_id, changes, progress, True, unhealthy or None)
+            await self._call_retrying("record the crawl's end", worker.record_progress, source_id, changes, progress,
+                                      True, unhealthy or None)
         except Exception as exc:  # noqa: BLE001 - the crawl is over; its end goes unrecorded, and says so
             logger.warning("Could not record the crawl's end in the product database: %s: %s", type(exc).__name__, exc)
 

@@ -178,8 +178,17 @@ class WriterProcess:
             return
         if not self._used:
             for process in list((getattr(executor, "_processes", None) or {}).values()):
-                process.terminate()  # still importing, or waiting for a lock at start: nothing of ours in it
+                process.kill()  # idle, or still starting: nothing of ours in it (it ignores SIGTERM)
         await asyncio.to_thread(executor.shutdown, True)
+
+    def discard(self) -> None:
+        """Stop a writer nothing was handed to, at once: still starting, or idle."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        for process in list((getattr(executor, "_processes", None) or {}).values()):
+            process.kill()  # it ignores SIGTERM (the crawler stops it)
+        executor.shutdown(wait=False, cancel_futures=True)
 
     def _start_failed(self, started: Future[None], executor: Executor) -> None:
         """Say why a writer did not start, unless it was closed or replaced meanwhile (close stops one
@@ -187,6 +196,31 @@ class WriterProcess:
         if executor is self._executor and not started.cancelled() and (exc := started.exception()) is not None:
             logger.warning("The database writer did not start (%s: %s); the first write starts another",
                            type(exc).__name__, exc)
+
+
+_early: WriterProcess | None = None  # started by `scrapy crawl` before Scrapy builds its crawler
+
+
+def start_early(config: StoreConfig, review: ReviewConfig, trusted: bool) -> None:
+    """``scrapy crawl`` starts the writer process as soon as its start-up check passed, before Scrapy
+    builds the crawler: the writer's interpreter and imports (~0.4 s) then overlap the crawler's own
+    start, not the crawl (a short crawl's end waited for them). The store adopts it when it opens."""
+    global _early
+    if _early is not None:
+        _early.discard()
+    _early = WriterProcess(config, review, trusted)
+    _early.start()
+
+
+def adopt_early(config: StoreConfig, review: ReviewConfig, trusted: bool) -> WriterProcess | None:
+    """The writer ``start_early`` started, if it was started for these settings; one started for
+    others (a spider's own settings changed the store's) is stopped. None: start one."""
+    global _early
+    early, _early = _early, None
+    if early is None or early._args == (config, review, trusted):
+        return early
+    early.discard()
+    return None
 
 
 def _ending(code: int | None) -> str:

@@ -235,7 +235,10 @@ class RedisDocStore(DocStore):
 
         self.prefix = f"{{{prefix}}}" if is_cluster(url) else prefix
         self._redis = redis
-        self.client = connect(url, socket_timeout=30, socket_connect_timeout=10)
+        try:  # a Redis Cluster client connects here, and an outage is the review queue's (retried)
+            self.client = connect(url, socket_timeout=30, socket_connect_timeout=10)
+        except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
+            raise ReviewStoreError(f"review queue on Redis ({self.prefix}): {exc}") from exc
 
     def run(self, work: Callable[[Txn], T]) -> T:
         redis = self._redis

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from recordhound import settings as project_settings
@@ -78,23 +79,25 @@ def test_a_database_newer_than_this_recordhound_is_one_line_before_anything_is_f
     assert served == 0
 
 
-def test_a_store_that_cannot_open_stops_the_crawl_and_its_pages_go_back_to_the_queue(tmp_path: Path) -> None:
-    """PostgreSQL: the crawl's role may read the schema but not write the sources table (the start-up
-    check passes). The crawl stops with one line and exit 1; no page is failed but the shop's fault pages,
+@pytest.mark.parametrize("table", ["sources", "alembic_version"])
+def test_a_store_that_cannot_open_stops_the_crawl_and_its_pages_go_back_to_the_queue(table: str, tmp_path: Path) -> None:
+    """PostgreSQL: the crawl's role may not touch one of the tables the store opens with (the start-up
+    check connects, and cannot tell). The crawl stops with one line and exit 1; no page is failed but the shop's fault pages,
     and none is left leased; once the role may write, the crawl resumed matches the shop's truth."""
     with PostgresDatabase(own_role=True) as database, ShopProcess(40, seed=75) as shop:
         open_database(database.url).dispose()
-        _as_admin(database, "ALTER TABLE sources OWNER TO CURRENT_USER")  # the crawl's role may not touch it
+        _as_admin(database, f"ALTER TABLE {table} OWNER TO CURRENT_USER")  # the crawl's role may not touch it
         setup = CrawlSetup(tmp_path, shop.url, database.url)
         node = setup.start(name="refused")
         assert node.wait(300) == 1, setup.log("refused")[-3000:]
         log = setup.log("refused")
         assert "Traceback" not in log, log[-3000:]
         errors = [line for line in log.splitlines() if line.startswith("error:")]
-        assert errors and errors[0].startswith("error: the crawl stopped: product store: ") and \
-            "permission denied for table sources" in errors[0], log[-3000:]
+        assert len(errors) == 1 and errors[0].startswith("error: the crawl stopped: product store: ") and \
+            f"permission denied for table {table}" in errors[0], log[-3000:]
+        assert "WARNING: Dropped: not stored" not in log  # the items' pages go back to the queue: said once, not per item
         known = {shop.truth()["faults"][fault].lstrip("/") for fault in FAILED_FAULTS}
         assert set(failed_paths(setup)) <= known and setup.counts().leased_total == 0  # only fault pages failed
-        _as_admin(database, f'ALTER TABLE sources OWNER TO "{database.role}"')
+        _as_admin(database, f'ALTER TABLE {table} OWNER TO "{database.role}"')
         assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
         assert_crawl_matches_truth(setup, shop.truth())

@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -27,7 +28,7 @@ from recordhound.demo.process import ShopProcess
 from recordhound.items import Offer, Release
 from recordhound.pipelines.store import StorePipeline
 from recordhound.sources import load_profile
-from tests.integration.crawlers import CrawlSetup
+from tests.integration.crawlers import Crawler, CrawlSetup
 from tests.integration.truthcheck import assert_crawl_matches_truth
 
 
@@ -81,9 +82,11 @@ def _stored_offers(database_url: str) -> list[str]:
 
 def _source_status(database_url: str) -> str:
     engine = make_engine(database_url)
-    with engine.connect() as conn:
-        meta = conn.execute(text("SELECT metadata FROM sources WHERE name = 'demo'")).scalar_one()
-    engine.dispose()
+    try:
+        with engine.connect() as conn:
+            meta = conn.execute(text("SELECT metadata FROM sources WHERE name = 'demo'")).scalar_one()
+    finally:
+        engine.dispose()
     return str((meta if isinstance(meta, dict) else json.loads(meta))["status"])
 
 
@@ -156,16 +159,8 @@ def test_ctrl_c_while_the_writer_starts_is_the_crawlers_to_handle(database_url: 
     to be replaced, and the crawl resumed afterwards matches the shop's truth (SQLite, PostgreSQL)."""
     with ShopProcess(40, seed=71) as shop:
         setup = CrawlSetup(tmp_path, shop.url, database_url)
-        node = setup.start(name="stopped", session=True)
-        try:
-            deadline = time.monotonic() + 120
-            while "Storing items of source" not in setup.log("stopped"):
-                assert node.process.poll() is None and time.monotonic() < deadline, setup.log("stopped")[-3000:]
-                time.sleep(0.02)
-            node.signal_group(signal.SIGINT)
-            assert node.wait(60) == 0, setup.log("stopped")[-3000:]
-        finally:
-            node.ensure_stopped()
+        _stop_group_once(setup, setup.start(name="stopped", session=True),
+                         lambda: "Storing items of source" in setup.log("stopped"), signal.SIGINT)
         log = setup.log("stopped")
         for sign in ("KeyboardInterrupt", "Traceback", "writer process died", "did not start"):
             assert sign not in log, log[-3000:]
@@ -193,3 +188,121 @@ def test_kill_9_while_the_writer_starts_leaves_no_writer_behind_and_loses_nothin
             node.ensure_stopped()
         assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
         assert_crawl_matches_truth(setup, shop.truth())
+
+
+def _writers(pids: list[int]) -> list[int]:
+    """The writer processes among ``pids`` (not multiprocessing's resource tracker)."""
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"spawn_main(" in cmdline.read():
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def test_scrapy_crawl_starts_the_writer_before_its_crawler_and_the_store_takes_it(database_url: str,
+                                                                                 tmp_path: Path) -> None:
+    """The writer process is started by `scrapy crawl` when its start-up check passed, before Scrapy
+    builds the crawler (so before the spider opens), and the store adopts it: one writer for the
+    whole crawl, none left after, and the product DB matches the shop's truth."""
+    with ShopProcess(40, seed=76) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start()
+        seen: set[int] = set()
+        try:
+            deadline = time.monotonic() + 120
+            while "Spider opened" not in setup.log("crawl"):
+                assert node.process.poll() is None and time.monotonic() < deadline, setup.log("crawl")[-3000:]
+                seen.update(_writers(node.children()))
+                time.sleep(0.01)
+            assert seen, "no writer process before the spider opened"
+            while node.process.poll() is None:
+                seen.update(_writers(node.children()))
+                time.sleep(0.01)
+            assert node.wait(120) == 0, setup.log("crawl")[-3000:]
+        finally:
+            node.ensure_stopped()
+        assert len(seen) == 1, seen
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_a_writer_started_for_other_settings_is_stopped_not_adopted(tmp_path: Path) -> None:
+    from recordhound.pipelines import writer_process
+
+    store = _store(f"sqlite:///{tmp_path / 'product.sqlite3'}", str(tmp_path))
+    other = StoreConfig(**{**store.config.__dict__, "batch_size": store.config.batch_size + 1})
+    before = _children()
+    writer_process.start_early(other, store.review, True)
+    [early] = _children() - before
+    assert writer_process.adopt_early(store.config, store.review, True) is None
+    deadline = time.monotonic() + 10
+    while early in _children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert early not in _children()
+    writer_process.start_early(store.config, store.review, True)
+    adopted = writer_process.adopt_early(store.config, store.review, True)
+    assert adopted is not None and writer_process.adopt_early(store.config, store.review, True) is None
+    adopted.discard()
+
+
+def test_a_writer_that_died_idle_is_replaced_to_record_the_crawl_s_end(database_url: str, tmp_path: Path) -> None:
+    """The writer dies between batches (the system's doing): the crawl's end is still recorded, its
+    status and its last sample, by a new writer (before, the end went unrecorded: "in progress")."""
+    store = _store(database_url, str(tmp_path))
+
+    async def run() -> None:
+        writer = await _started_writer(store)
+        for n in range(3):
+            await store.process_item(_release(n))
+        os.kill(writer, signal.SIGKILL)
+        while writer in _children():
+            await asyncio.sleep(0.05)
+        await store.close_spider()
+        await store._spider_closed("finished")
+
+    asyncio.run(run())
+    assert _source_status(database_url) == "completed"
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        samples = conn.execute(text("SELECT finished, stored FROM crawl_samples ORDER BY id")).all()
+    engine.dispose()
+    assert [tuple(s) for s in samples] == [(False, 0), (True, 3)]
+
+
+def test_a_sigterm_to_the_whole_group_leaves_the_writer_to_the_crawler(database_url: str, tmp_path: Path) -> None:
+    """A service manager stops a crawl by sending SIGTERM to its whole process group: the crawler
+    stops gracefully, its writer is not killed by it (it is the crawler's to close), the crawl's end
+    is recorded, and the crawl resumed afterwards matches the shop's truth."""
+    with ShopProcess(40, seed=77) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start("DOWNLOAD_DELAY=0.2", name="stopped", session=True)  # slow: it is still crawling
+        _stop_group_once(setup, node, lambda: _is_open(database_url), signal.SIGTERM)
+        log = setup.log("stopped")
+        assert "writer process died" not in log and "Traceback" not in log, log[-3000:]
+        assert _source_status(database_url) == "interrupted"
+        assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def _stop_group_once(setup: CrawlSetup, node: Crawler, ready: Callable[[], bool], signum: int) -> None:
+    """Once ``ready()``, ``signum`` to the crawler's whole process group; it must then exit 0."""
+    try:
+        deadline = time.monotonic() + 120
+        while not ready():
+            assert node.process.poll() is None and time.monotonic() < deadline, setup.log("stopped")[-3000:]
+            time.sleep(0.02)
+        node.signal_group(signum)
+        assert node.wait(60) == 0, setup.log("stopped")[-3000:]
+    finally:
+        node.ensure_stopped()
+
+
+def _is_open(database_url: str) -> bool:
+    """The writer opened the crawl's source (so it started: its signals are set)."""
+    try:
+        return _source_status(database_url) == "in_progress"
+    except Exception:  # noqa: BLE001 - no schema or no row yet
+        return False

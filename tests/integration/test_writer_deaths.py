@@ -1,7 +1,9 @@
 """The store's writer process dying: real spawned writers, a real SQLite product DB and review queue.
 
-- One that dies while starting (its review queue file cannot be opened) is no batch's doing: the
-  batch waits whole, as in an outage, never written one item at a time, no item rejected.
+- One that dies while starting (its engine cannot be made) is no batch's doing: the batch waits
+  whole, as in an outage, never written one item at a time, no item rejected.
+- One that crashes on what it was sent exits with code 1 and its traceback (not the quick exit of a
+  writer told to stop), and is replaced.
 - One killed by any signal, a real-time one included, is replaced; the batch is then written.
 - A batch it died on twice is written one item at a time, the last of each external id only (as
   the writer keeps them): a fatal older duplicate is neither written nor rejected over the newer.
@@ -47,6 +49,17 @@ def _die_writing(conn, cursor, statement, *args):
 
 event.listen(Engine, "before_cursor_execute", _die_writing)
 """
+
+
+def _raise_value_error() -> None:
+    raise ValueError("this value cannot be read here")
+
+
+class Unreadable:
+    """Sent to the writer, it makes the writer's own loop fail reading the call (not the call itself)."""
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_raise_value_error, ())
 
 
 class Fatal(Decimal):
@@ -196,3 +209,27 @@ def test_a_writer_that_dies_whatever_it_writes_rejects_no_item(tmp_path: Path, m
     assert "dies whatever it writes (exit code 75)" in caplog.text
     assert "died starting" not in caplog.text
     assert _rejected(tmp_path) == [] and _stored(tmp_path) == []
+
+
+def test_a_writer_that_crashes_says_so_with_its_exit_code_and_traceback(tmp_path: Path, capfd: pytest.CaptureFixture[str],
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    from recordhound.catalog import worker
+
+    writer, source_id = _writer(_settings(tmp_path))
+
+    async def run() -> list[str]:
+        writer.start()
+        outcomes = []
+        for argument in (Unreadable(), None):
+            try:
+                await writer.call(worker.ready, *(() if argument is None else (argument,)))
+                outcomes.append("done")
+            except BrokenExecutor:
+                outcomes.append("died")
+        await writer.close()
+        return outcomes
+
+    with caplog.at_level(logging.ERROR, logger=LOGGER):
+        assert asyncio.run(run()) == ["died", "done"]  # replaced
+    assert "died writing (exit code 1)" in caplog.text
+    assert "ValueError: this value cannot be read here" in capfd.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 import redis
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
@@ -38,3 +39,13 @@ def test_writer_errors_outage_race_and_row() -> None:
     assert is_row_error(IntegrityError("INSERT", {}, Exception("duplicate key")))
     assert not is_row_error(ValueError("a bug"))
     assert describe(refused) == "the database refused it: Exception: value too long for type character varying(200)"
+
+
+def test_a_review_queue_on_a_redis_cluster_that_is_down_is_an_outage_not_a_bug() -> None:
+    """A Redis Cluster client connects when it is made (the writer makes it at its first batch): that
+    failure is the review queue's, retried as an outage; before, it failed the batch's items."""
+    from recordhound.review.docstore import RedisDocStore
+
+    with pytest.raises(ReviewStoreError) as raised:
+        RedisDocStore("redis+cluster://127.0.0.1:1/0", "p")
+    assert is_transient(raised.value)
