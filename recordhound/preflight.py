@@ -39,8 +39,10 @@ def _ping_redis(url: str) -> None:
 
     from recordhound.redis_client import connect
 
-    client = connect(url, socket_timeout=CONNECT_TIMEOUT_SECONDS,
-                                  socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    try:  # a Redis Cluster client connects when it is made
+        client = connect(url, socket_timeout=CONNECT_TIMEOUT_SECONDS, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
+        raise redis_unreachable(url, exc) from exc
     try:
         client.ping()
     except redis.RedisError as exc:

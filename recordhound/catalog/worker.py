@@ -41,10 +41,9 @@ _delay_per_item = 0.0  # RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS: a deliberatel
 
 
 def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: int | None = None) -> None:
-    """Executor initializer: one engine per writer; a writer process exits with its crawler."""
-    from recordhound.catalog.writer import open_writer  # imported while the crawl starts, not at the first batch
-    from recordhound.db.engine import make_engine
-
+    """Executor initializer: one engine per writer; a writer process exits with its crawler. The
+    signals are set before the imports (~0.3 s): a SIGTERM to the whole group can still end a writer
+    in its first few hundredths of a second, and it is then replaced."""
     global _engine, _configs, _writer, _delay_per_item
     if parent_pid is not None:  # a child process: first the watch, so that no wait below outlives the crawler
         for stop in (signal.SIGINT, signal.SIGTERM):  # a terminal's Ctrl-C, or a service manager's SIGTERM to the
@@ -53,6 +52,9 @@ def init(store: StoreConfig, review: ReviewConfig, trusted: bool, parent_pid: in
         threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True,
                          name="recordhound-parent-watch").start()
         util.Finalize(None, _leave, exitpriority=-1)  # the last of the process's exit steps
+    from recordhound.catalog.writer import open_writer  # imported while the crawl starts, not at the first batch
+    from recordhound.db.engine import make_engine
+
     _engine, _configs, _writer = make_engine(store.database_url), (store, review, trusted, open_writer), None
     _delay_per_item = store.delay_per_item_seconds
 

@@ -49,15 +49,16 @@ def user_error(exc: BaseException | None) -> RecordhoundError | None:
 def _start_the_writer(settings: BaseSettings, spider_args: dict[str, str]) -> None:
     """With the store on, its writer process starts now, before Scrapy builds the crawler (the store
     adopts it: ``writer_process.start_early``)."""
+    if not settings.getbool("RECORDHOUND_STORE_ENABLED"):
+        return  # the store's settings are not read (nor checked) when it is off
     from recordhound.config import ReviewConfig, StoreConfig
     from recordhound.pipelines.writer_process import start_early
     from recordhound.sources import load_profile
 
-    store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)
-    if not settings.getbool("RECORDHOUND_STORE_ENABLED") or store.writer != "process":
-        return
-    profile = load_profile(spider_args.get("source") or "demo", settings.getlist("RECORDHOUND_PROFILES_DIRS"))
-    start_early(store, review, profile.trusted or review.trust_new_entities)
+    store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)  # the check read them
+    if store.writer == "process":
+        profile = load_profile(spider_args.get("source") or "demo", settings.getlist("RECORDHOUND_PROFILES_DIRS"))
+        start_early(store, review, profile.trusted or review.trust_new_entities)
 
 
 class Command(ScrapyCrawl):
@@ -117,10 +118,14 @@ class Command(ScrapyCrawl):
 
     def _exit_code(self, crawler: Crawler) -> int:
         assert self.crawler_process is not None
-        fatal = crawler.stats.get_value(FATAL_STAT) if crawler.stats else None
+        try:
+            stats = crawler.stats
+        except RuntimeError:  # the crawl never started (its error was said): Scrapy made no stats
+            stats = None
+        fatal = stats.get_value(FATAL_STAT) if stats else None
         if fatal:
             print(f"error: the crawl stopped: {fatal}", file=sys.stderr)
-        unhealthy = crawler.stats.get_value(HEALTH_STAT) if crawler.stats else None
+        unhealthy = stats.get_value(HEALTH_STAT) if stats else None
         if unhealthy and not fatal:  # a crawl stopped on an error fails its checks too: one line says why
             print(f"error: the crawl failed its health checks: {unhealthy}", file=sys.stderr)
         return 1 if self._error or fatal or unhealthy or self.crawler_process.bootstrap_failed else 0

@@ -130,7 +130,7 @@ class StorePipeline:
                 if attempt == CALL_ATTEMPTS or not is_transient(exc):
                     raise
                 delay = backoff_seconds(attempt, self.config.retry_max_seconds)
-                logger.warning("Could not %s (%s: %s); retry %d in %.1f s", what, type(exc).__name__, exc, attempt, delay)
+                logger.warning("Could not %s (%s); retry %d in %.1f s", what, _reason(exc), attempt, delay)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -141,8 +141,7 @@ class StorePipeline:
         if (exc := opening.exception()) is None:
             self.source_id = opening.result()
             return
-        orig = getattr(exc, "orig", None) or exc
-        reason = f"product store: {type(orig).__name__}: {(str(orig).strip().splitlines() or [''])[0]}"
+        reason = f"product store: {_reason(exc)}"
         logger.error("The product database could not be opened for this crawl (%s): stopping; the pages "
                      "fetched meanwhile go back to the queue", reason)
         self.crawler.stats.set_value(FATAL_STAT, reason)
@@ -314,7 +313,7 @@ class StorePipeline:
             await self._call_retrying("record the crawl's end", worker.record_progress, source_id, changes, progress,
                                       True, unhealthy or None)
         except Exception as exc:  # noqa: BLE001 - the crawl is over; its end goes unrecorded, and says so
-            logger.warning("Could not record the crawl's end in the product database: %s: %s", type(exc).__name__, exc)
+            logger.warning("Could not record the crawl's end in the product database: %s", _reason(exc))
 
 
 class PausedTime:
@@ -345,6 +344,12 @@ class PausedTime:
         if not self.holding:
             self.total += self.clock() - self.since
             self.stats.set_value(BACKPRESSURE + "paused_seconds", round(self.total, 1))
+
+
+def _reason(exc: BaseException) -> str:
+    """The database's own reason, on one line: its class and the first line (no SQL, no parameters)."""
+    orig = getattr(exc, "orig", None) or exc
+    return f"{type(orig).__name__}: {(str(orig).strip().splitlines() or [''])[0]}"
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:

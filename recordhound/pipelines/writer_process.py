@@ -164,6 +164,8 @@ class WriterProcess:
         died writing (it had started) rather than starting."""
         started, process = self._started, self._process
         writing = started is not None and started.done() and not started.cancelled() and started.exception() is None
+        if process is not None and process.is_alive():  # a pool broken by a reply this process cannot read:
+            process.kill()  # its writer ignores SIGTERM, which Python 3.12+ sends to stop a broken pool's workers
         why = _ending(_exit_code(process) if process is not None else None)
         logger.error("The database writer process died %s (%s); starting a new one",
                      "writing" if writing else "starting", why)
@@ -176,7 +178,7 @@ class WriterProcess:
         executor, self._executor = self._executor, None
         if executor is None:
             return
-        if not self._used:
+        if not self._used or getattr(executor, "_broken", False):
             for process in list((getattr(executor, "_processes", None) or {}).values()):
                 process.kill()  # idle, or still starting: nothing of ours in it (it ignores SIGTERM)
         await asyncio.to_thread(executor.shutdown, True)

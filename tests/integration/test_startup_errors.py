@@ -1,4 +1,5 @@
-"""A service that is down, a profile that does not exist, or a review queue file that cannot be
+"""A service that is down (a Redis Cluster too), a profile that does not exist or a bad spider
+argument, a review setting that is wrong while the store is off, or a review queue file that cannot be
 opened, at start-up: one line, exit 1 (the last: before, the store's writer failed to start and was
 started again for as long as the crawl ran)."""
 
@@ -17,8 +18,15 @@ CASES = {
                    "error: cannot reach the product database at DATABASE_URL=postgresql+psycopg://nobody@127.0.0.1:1/catalog"),
     "profile": ({}, "source=no-such-shop", "error: invalid source profile no-such-shop.yaml"),
     "review file": ({}, "source=demo", "error: cannot open the review queue file /proc/1/no-such-folder/review.sqlite3"),
+    "redis cluster": ({"REDIS_URL": "redis+cluster://127.0.0.1:1/0"}, "source=demo",
+                      "error: cannot reach Redis at REDIS_URL=redis+cluster://127.0.0.1:1/0"),
+    "base url": ({}, "source=demo", "error: invalid source profile "),
+    "store off, a review setting": ({}, "source=demo", "error: RECORDHOUND_APPLY_LEASE_SECONDS must be"),
 }
-SETTINGS = {"review file": ("-s", "RECORDHOUND_REVIEW_PATH=/proc/1/no-such-folder/review.sqlite3")}
+SETTINGS = {"review file": ("-s", "RECORDHOUND_REVIEW_PATH=/proc/1/no-such-folder/review.sqlite3"),
+            "base url": ("-a", "base_url=notaurl"),
+            "store off, a review setting": ("-s", "RECORDHOUND_STORE_ENABLED=false",
+                                            "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=0")}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
