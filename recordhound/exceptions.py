@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 
+def reason(exc: BaseException) -> str:
+    """Why ``exc`` happened, on one line: the class and the first line of the underlying error (a
+    database driver's, not SQLAlchemy's wrapper with its SQL and parameters)."""
+    orig = getattr(exc, "orig", None) or exc
+    lines = str(orig).strip().splitlines()
+    return f"{type(orig).__name__}: {lines[0]}" if lines else type(orig).__name__
+
+
 class RecordhoundError(Exception):
     """Base class: the message says what was wrong, where, and what to do."""
 

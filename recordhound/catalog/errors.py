@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from concurrent.futures import BrokenExecutor
 
-from recordhound.exceptions import StoreError
+from recordhound.exceptions import StoreError, reason
 from recordhound.review.docstore import ReviewStoreError
 
 
@@ -44,6 +44,4 @@ def is_row_error(exc: BaseException) -> bool:
 
 def describe(exc: BaseException) -> str:
     """The database's own reason, first line only (no SQL, no parameters)."""
-    orig = getattr(exc, "orig", None) or exc
-    first = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-    return f"the database refused it: {type(orig).__name__}: {first}"
+    return f"the database refused it: {reason(exc)}"

@@ -24,6 +24,7 @@ from recordhound import preflight
 from recordhound.errors import FATAL_STAT
 from recordhound.exceptions import RecordhoundError
 from recordhound.extensions.health import HEALTH_STAT
+from recordhound.pipelines.writer_process import discard_early
 
 if TYPE_CHECKING:
     import argparse
@@ -95,6 +96,7 @@ class Command(ScrapyCrawl):
         elif isinstance(running, asyncio.Future):
             running.add_done_callback(self._on_done)
         self.crawler_process.start()
+        discard_early()  # a writer started before the crawler and never taken (the crawl did not start)
         self.exitcode = self._exit_code(crawler)
 
     def _on_failure(self, failure: Failure) -> Failure | None:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from recordhound.backoff import backoff_seconds
+from recordhound.exceptions import reason
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -153,8 +154,8 @@ class Batcher(Generic[T, R]):
                     delay = backoff_seconds(attempt, self._retry_max)
                     if attempt == 1:
                         self._pause()
-                    logger.warning("Could not store %d items (%s: %s); crawl paused, retry %d in %.1f s",
-                                   len(items), type(exc).__name__, exc, attempt, delay)
+                    logger.warning("Could not store %d items (%s); crawl paused, retry %d in %.1f s",
+                                   len(items), reason(exc), attempt, delay)
                     await asyncio.sleep(delay)
                     continue
                 if attempt:

@@ -29,6 +29,7 @@ from recordhound.catalog.errors import is_transient
 from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.errors import FATAL_STAT, record_error
+from recordhound.exceptions import reason
 from recordhound.extensions.health import HEALTH_STAT
 from recordhound.frontier import engine_access, registry
 from recordhound.frontier.engine_signals import ItemNotStored
@@ -130,7 +131,7 @@ class StorePipeline:
                 if attempt == CALL_ATTEMPTS or not is_transient(exc):
                     raise
                 delay = backoff_seconds(attempt, self.config.retry_max_seconds)
-                logger.warning("Could not %s (%s); retry %d in %.1f s", what, _reason(exc), attempt, delay)
+                logger.warning("Could not %s (%s); retry %d in %.1f s", what, reason(exc), attempt, delay)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -141,10 +142,10 @@ class StorePipeline:
         if (exc := opening.exception()) is None:
             self.source_id = opening.result()
             return
-        reason = f"product store: {_reason(exc)}"
+        why = f"product store: {reason(exc)}"
         logger.error("The product database could not be opened for this crawl (%s): stopping; the pages "
-                     "fetched meanwhile go back to the queue", reason)
-        self.crawler.stats.set_value(FATAL_STAT, reason)
+                     "fetched meanwhile go back to the queue", why)
+        self.crawler.stats.set_value(FATAL_STAT, why)
         if self.crawler.engine is not None:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason="store_error"))
 
@@ -246,8 +247,8 @@ class StorePipeline:
         stats.inc_value("recordhound/store/items", result.items)
         stats.inc_value("recordhound/store/batches")
         self._record_peak()
-        for where, reason in result.rejections:
-            record_error(self.crawler, "invalid_item", where, reason)
+        for where, why in result.rejections:
+            record_error(self.crawler, "invalid_item", where, why)
         for kind, where, what in result.problems:
             record_error(self.crawler, kind, where, what)
         now = time.monotonic()
@@ -292,7 +293,7 @@ class StorePipeline:
         finally:
             await writer.close()
 
-    async def _record_end(self, reason: str) -> None:
+    async def _record_end(self, finish_reason: str) -> None:
         assert self._opening is not None
         if not self._opening.done():
             logger.info("Waiting for the store's writer to open the source, to record the crawl's end")
@@ -303,9 +304,9 @@ class StorePipeline:
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         errors = {k.rsplit("/", 1)[-1]: v for k, v in stats.items() if k.startswith("recordhound/errors/")}
         unhealthy = stats.get(HEALTH_STAT)
-        status = "failed" if unhealthy else "completed" if reason == "finished" else "interrupted"
+        status = "failed" if unhealthy else "completed" if finish_reason == "finished" else "interrupted"
         progress = self._progress(None)
-        changes = {"status": status, "parsed_at": now_iso(), "finish_reason": reason,
+        changes = {"status": status, "parsed_at": now_iso(), "finish_reason": finish_reason,
                    "error_message": f"crawl health: {unhealthy}" if unhealthy else None,
                    "counts": dict(self.counts), "errors": errors, "recent_errors": list(self.recent_errors),
                    "progress": progress}
@@ -313,7 +314,7 @@ class StorePipeline:
             await self._call_retrying("record the crawl's end", worker.record_progress, source_id, changes, progress,
                                       True, unhealthy or None)
         except Exception as exc:  # noqa: BLE001 - the crawl is over; its end goes unrecorded, and says so
-            logger.warning("Could not record the crawl's end in the product database: %s", _reason(exc))
+            logger.warning("Could not record the crawl's end in the product database: %s", reason(exc))
 
 
 class PausedTime:
@@ -346,12 +347,6 @@ class PausedTime:
             self.stats.set_value(BACKPRESSURE + "paused_seconds", round(self.total, 1))
 
 
-def _reason(exc: BaseException) -> str:
-    """The database's own reason, on one line: its class and the first line (no SQL, no parameters)."""
-    orig = getattr(exc, "orig", None) or exc
-    return f"{type(orig).__name__}: {(str(orig).strip().splitlines() or [''])[0]}"
-
-
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        logger.warning("Could not record the crawl's progress: %s", task.exception())
+        logger.warning("Could not record the crawl's progress: %s", reason(task.exception()))  # type: ignore[arg-type]

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from recordhound.catalog import worker
 from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
+from recordhound.exceptions import reason
 from recordhound.items import FieldProblem, Offer, Release
 from recordhound.text import text_or
 
@@ -165,8 +166,11 @@ class WriterProcess:
         started, process = self._started, self._process
         writing = started is not None and started.done() and not started.cancelled() and started.exception() is None
         if process is not None and process.is_alive():  # a pool broken by a reply this process cannot read:
-            process.kill()  # its writer ignores SIGTERM, which Python 3.12+ sends to stop a broken pool's workers
-        why = _ending(_exit_code(process) if process is not None else None)
+            process.kill()  # its writer ignores SIGTERM, which Python stops a broken pool's workers with
+            _exit_code(process)
+            why = "alive, with a reply the crawler could not read; stopped"
+        else:
+            why = _ending(_exit_code(process) if process is not None else None)
         logger.error("The database writer process died %s (%s); starting a new one",
                      "writing" if writing else "starting", why)
         self.start()
@@ -196,8 +200,7 @@ class WriterProcess:
         """Say why a writer did not start, unless it was closed or replaced meanwhile (close stops one
         that is still starting)."""
         if executor is self._executor and not started.cancelled() and (exc := started.exception()) is not None:
-            logger.warning("The database writer did not start (%s: %s); the first write starts another",
-                           type(exc).__name__, exc)
+            logger.warning("The database writer did not start (%s); the first write starts another", reason(exc))
 
 
 _early: WriterProcess | None = None  # started by `scrapy crawl` before Scrapy builds its crawler
@@ -223,6 +226,14 @@ def adopt_early(config: StoreConfig, review: ReviewConfig, trusted: bool) -> Wri
         return early
     early.discard()
     return None
+
+
+def discard_early() -> None:
+    """A writer ``start_early`` started and no store adopted (the crawl did not start): stopped now,
+    not waited for at the process's exit."""
+    adopted = adopt_early(*_early._args) if _early is not None else None
+    if adopted is not None:
+        adopted.discard()
 
 
 def _ending(code: int | None) -> str:
