@@ -165,12 +165,12 @@ class WriterProcess:
         died writing (it had started) rather than starting."""
         started, process = self._started, self._process
         writing = started is not None and started.done() and not started.cancelled() and started.exception() is None
-        if process is not None and process.is_alive():  # a pool broken by a reply this process cannot read:
-            process.kill()  # its writer ignores SIGTERM, which Python stops a broken pool's workers with
-            _exit_code(process)
+        code = _exit_code(process) if process is not None else None
+        if process is not None and code is None and process.is_alive():  # a pool broken by a reply this
+            process.kill()  # process cannot read; its writer ignores SIGTERM, which Python stops such workers with
             why = "alive, with a reply the crawler could not read; stopped"
         else:
-            why = _ending(_exit_code(process) if process is not None else None)
+            why = _ending(code)
         logger.error("The database writer process died %s (%s); starting a new one",
                      "writing" if writing else "starting", why)
         self.start()
@@ -194,7 +194,8 @@ class WriterProcess:
             return
         for process in list((getattr(executor, "_processes", None) or {}).values()):
             process.kill()  # it ignores SIGTERM (the crawler stops it)
-        executor.shutdown(wait=False, cancel_futures=True)
+        executor.shutdown(wait=True, cancel_futures=True)  # quick (killed); not waiting left a wakeup pipe that
+        # Python's exit then wrote to, closed (a traceback at the exit of a node that did not join)
 
     def _start_failed(self, started: Future[None], executor: Executor) -> None:
         """Say why a writer did not start, unless it was closed or replaced meanwhile (close stops one
