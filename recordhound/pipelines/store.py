@@ -150,11 +150,11 @@ class StorePipeline:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason="store_error"))
 
     async def _source(self) -> int:
-        """The source's id, once the writer opened it."""
+        """The source's id, once the writer opened it (``_opened`` keeps it)."""
         if not self.source_id:
             assert self._opening is not None
             try:
-                self.source_id = await asyncio.shield(self._opening)
+                return await asyncio.shield(self._opening)
             except Exception as exc:  # noqa: BLE001 - _opened stopped the crawl on it
                 raise ItemNotStored("not stored: the product database could not be opened for this crawl",
                                     log_level="DEBUG") from exc  # the crawl's error says it once

@@ -232,9 +232,10 @@ def adopt_early(config: StoreConfig, review: ReviewConfig, trusted: bool) -> Wri
 def discard_early() -> None:
     """A writer ``start_early`` started and no store adopted (the crawl did not start): stopped now,
     not waited for at the process's exit."""
-    adopted = adopt_early(*_early._args) if _early is not None else None
-    if adopted is not None:
-        adopted.discard()
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        early.discard()
 
 
 def _ending(code: int | None) -> str:
