@@ -37,6 +37,9 @@ POINTS = {
     "frontier.after_start_claim": "this node claimed the start requests and has not written them",
     "store.before_commit": "a batch written and (a crawl's) the review queue told, its product-DB transaction not committed",
     "store.after_commit": "a batch committed to the product DB (the apply worker's release: the review queue not told yet)",
+    "store.opening_source": "the writer is about to open the crawl's source (schema, the source's row, status, first sample)",
+    "store.source_opened": "the writer committed the crawl's source opened, its reply (the source's id) not yet sent",
+    "store.end_recorded": "the writer committed the crawl's end (status, last sample), its reply not yet sent",
     "store.after_touch": "304 pages moved their offers' last_seen; the pages not acked yet",
     "store.after_review": "a batch committed and the review queue told, its items not yet settled (acked)",
     "store.before_unreadable_rejected": "a batch read item by item: its readable items written, the "

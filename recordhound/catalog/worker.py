@@ -28,7 +28,7 @@ from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from sqlalchemy import Connection, Engine
 
     from recordhound.catalog.writer import CatalogWriter
     from recordhound.items import Release
@@ -106,17 +106,20 @@ def ready() -> None:
 
 def open_source(name: str, kind: str, location: str, auto_upgrade: bool, started_at: str) -> int:
     """A crawl begins: the schema brought to the head (``RECORDHOUND_DB_AUTO_UPGRADE``), the source's
-    row (created on its first crawl), its status in progress, and a first crawl sample. Its id."""
+    row (created on its first crawl), its status in progress, and a first crawl sample, all in one
+    transaction. Tried again after a commit whose reply was lost, it records nothing twice. Its id."""
+    from recordhound.db.engine import writing
     from recordhound.db.migrate import upgrade
-    from recordhound.db.samples import record_sample
-    from recordhound.db.sources import ensure_source, update_source_meta
+    from recordhound.db.sources import ensure_source
 
+    failpoints.hit("store.opening_source")
     engine = _database()
     if auto_upgrade:
         upgrade(engine)
-    source_id = ensure_source(engine, name, kind, location)
-    update_source_meta(engine, source_id, {"status": "in_progress", "started_at": started_at, "error_message": None})
-    record_sample(engine, source_id, {})
+    with writing(engine) as conn:
+        source_id = ensure_source(conn, name, kind, location)
+        _record_once(conn, source_id, {"status": "in_progress", "started_at": started_at, "error_message": None}, {})
+    failpoints.hit("store.source_opened")
     return source_id
 
 
@@ -131,17 +134,31 @@ def touch(source_id: int, urls: list[str], resolution_seconds: float) -> None:
 def record_progress(source_id: int, changes: dict[str, Any], progress: dict[str, Any], finished: bool = False,
                     health_error: str | None = None) -> None:
     """The crawl's progress (``finished``: its end) into the source's metadata and a crawl sample. At
-    the end, a crawl that failed no health check but met problems says which (``errors``)."""
-    from recordhound.db.samples import readable_errors, record_sample
-    from recordhound.db.sources import update_source_meta
-
+    the end, a crawl that failed no health check but met problems says which (``errors``). Tried again
+    after a commit whose reply was lost, it records nothing twice."""
     from recordhound.db.engine import writing
+    from recordhound.db.samples import readable_errors
 
     if finished and not changes.get("error_message") and changes.get("errors"):
         changes = {**changes, "error_message": readable_errors(changes["errors"])}
     with writing(_database()) as conn:  # both or neither: a crawl's end is its status and its last sample
-        update_source_meta(conn, source_id, changes)
-        record_sample(conn, source_id, progress, finished, health_error)
+        _record_once(conn, source_id, changes, progress, finished, health_error)
+    if finished:
+        failpoints.hit("store.end_recorded")
+
+
+def _record_once(conn: Connection, source_id: int, changes: dict[str, Any], progress: dict[str, Any],
+                 finished: bool = False, health_error: str | None = None) -> None:
+    """``changes`` into the source's metadata and a crawl sample of ``progress``, unless the metadata
+    already holds them: the same call, tried again after its commit (each call's changes carry the
+    time it was made: ``started_at``, ``parsed_at``, the progress's ``at``)."""
+    from recordhound.db.samples import record_sample
+    from recordhound.db.sources import holds, update_source_meta
+
+    if holds(conn, source_id, changes):
+        return
+    update_source_meta(conn, source_id, changes)
+    record_sample(conn, source_id, progress, finished, health_error)
 
 
 def write(source_id: int, items: list[Release] | bytes) -> BatchResult | None:

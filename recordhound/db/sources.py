@@ -7,17 +7,17 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
-from recordhound.db.engine import lock_for_writing, writing
+from recordhound.db.engine import writing
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Source, SourceSpelling
 
 SPELLINGS_PER_READ = 500  # spellings looked up per statement (within every backend's parameter limit)
 
 
-def ensure_source(engine: Engine, name: str, kind: str, location: str) -> int:
-    """The source's row id, created on first use (never re-inserted)."""
-    with engine.begin() as conn:
-        lock_for_writing(conn)
+def ensure_source(target: Engine | Connection, name: str, kind: str, location: str) -> int:
+    """The source's row id, created on first use (never re-inserted); in ``target``'s transaction
+    when it is a connection."""
+    with writing(target) as conn:
         found = conn.execute(select(Source.id).where(Source.name == name)).scalar()
         if found is not None:
             if conn.execute(select(Source.location).where(Source.id == found)).scalar() != location:
@@ -35,6 +35,13 @@ def update_source_meta(target: Engine | Connection, source_id: int, changes: dic
         meta.update(changes)
         conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
         return meta
+
+
+def holds(conn: Connection, source_id: int, changes: dict[str, Any]) -> bool:
+    """The source's metadata already holds every one of ``changes``: a call tried again after its
+    commit (the writer died before its reply), which must not add a second crawl sample."""
+    meta = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
+    return all(key in meta and meta[key] == value for key, value in changes.items())
 
 
 def record_spellings(conn: Connection, source_id: int, ids: dict[str, dict[str, int]]) -> int:

@@ -1,0 +1,133 @@
+"""The crawl's calls on its source around the batches: the writer opens the source (its row, its
+status, a first crawl sample) and records the crawl's end (status and last sample). Real crawls as
+subprocesses, real signals, SQLite and PostgreSQL product DBs, each compared with the shop's truth:
+
+- the node killed at each named step of those calls loses nothing, and the crawl resumed completes;
+- a writer killed after its commit, before its reply (the crawler never learns it committed), is
+  replaced and the call tried again, which records nothing twice: one opening sample, one end;
+- PostgreSQL away for seconds while the source opens: the opening is retried and the crawl completes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from recordhound.demo.process import ShopProcess
+from tests.integration.crawlers import Crawler, CrawlSetup
+from tests.integration.dbcheck import ProductDb
+from tests.integration.truthcheck import assert_crawl_matches_truth
+from tests.services import PostgresDatabase
+
+SOURCE_STEPS = ("store.opening_source", "store.source_opened", "store.end_recorded")
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def _each_stopped_writer(setup: CrawlSetup, node: Crawler, name: str, timeout: float = 180):  # type: ignore[no-untyped-def]
+    """Yield each writer of ``node`` that froze at its ``stop`` crash point, until the node exits
+    (the caller kills or continues it)."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while node.process.poll() is None:
+        assert time.monotonic() < deadline, setup.log(name)[-3000:]
+        for pid in node.children():
+            if pid not in seen and _stopped(pid):
+                seen.add(pid)
+                yield pid
+        time.sleep(0.02)
+
+
+def _samples(database_url: str) -> list[tuple[bool, int]]:
+    """The crawl samples of source demo: (finished, pages), oldest first."""
+    db = ProductDb(database_url)
+    try:
+        return [(bool(r.finished), int(r.pages)) for r in db.rows(
+            "SELECT finished, pages FROM crawl_samples WHERE source_id = "
+            "(SELECT id FROM sources WHERE name = 'demo') ORDER BY id")]
+    finally:
+        db.close()
+
+
+def _status(database_url: str) -> str:
+    db = ProductDb(database_url)
+    try:
+        return str(db.source_meta()["status"])
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("step", SOURCE_STEPS)
+def test_a_node_killed_at_each_step_of_the_source_s_calls_loses_nothing(step: str, database_url: str,
+                                                                         tmp_path: Path) -> None:
+    with ShopProcess(40, seed=81) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="killed", failpoints=f"{step}=kill")
+        try:
+            assert node.wait(180) == -signal.SIGKILL, setup.log("killed")[-3000:]
+        finally:
+            node.ensure_stopped()
+        assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
+        assert _status(database_url) == "completed"
+        assert _samples(database_url)[-1][0], "the resumed crawl's end is its last sample"
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+@pytest.mark.parametrize("step", ["store.source_opened", "store.end_recorded"])
+def test_a_call_whose_reply_was_lost_is_tried_again_and_records_nothing_twice(step: str, database_url: str,
+                                                                              tmp_path: Path) -> None:
+    """The writer committed, then died before its reply: the crawler replaces it and tries again.
+    The first writer to reach the step is killed there; its replacement, stopped at the same step,
+    is let go on."""
+    with ShopProcess(40, seed=82) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="crawl", failpoints=f"{step}=stop")
+        try:
+            for n, writer in enumerate(_each_stopped_writer(setup, node, "crawl")):
+                os.kill(writer, signal.SIGKILL if n == 0 else signal.SIGCONT)
+            assert node.wait(60) == 0, setup.log("crawl")[-3000:]
+        finally:
+            node.ensure_stopped()
+        log = setup.log("crawl")
+        assert "retry 1" in log and "Traceback" not in log, log[-3000:]
+        samples = _samples(database_url)
+        assert samples[0] == (False, 0) and samples[-1][0], samples
+        assert [finished for finished, pages in samples if pages == 0].count(False) == 1, samples
+        assert [finished for finished, _ in samples].count(True) == 1, samples
+        assert _status(database_url) == "completed"
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_postgresql_away_while_the_source_opens_delays_the_crawl_s_store_only(tmp_path: Path) -> None:
+    """The writer is about to open the source when PostgreSQL refuses this crawl's logins (for
+    about 2 s): the opening is tried again with backoff, the items wait for it, and the crawl
+    completes with the product DB matching the shop's truth."""
+    with ShopProcess(40, seed=83) as shop, PostgresDatabase(own_role=True) as database:
+        setup = CrawlSetup(tmp_path, shop.url, database.url)
+        node = setup.start(name="crawl", failpoints="store.opening_source=stop")
+        try:
+            writer = next(_each_stopped_writer(setup, node, "crawl"))
+            database.lock_out()
+            os.kill(writer, signal.SIGCONT)
+            deadline = time.monotonic() + 60
+            while "Could not open the crawl's source" not in setup.log("crawl"):
+                assert node.process.poll() is None and time.monotonic() < deadline, setup.log("crawl")[-3000:]
+                time.sleep(0.05)
+            time.sleep(2)
+            database.let_in()
+            assert node.wait(120) == 0, setup.log("crawl")[-3000:]
+        finally:
+            database.let_in()
+            node.ensure_stopped()
+        assert _samples(database.url)[0] == (False, 0) and _status(database.url) == "completed"
+        assert_crawl_matches_truth(setup, shop.truth())
