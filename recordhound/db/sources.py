@@ -40,7 +40,7 @@ def update_source_meta(target: Engine | Connection, source_id: int, changes: dic
 def holds(conn: Connection, source_id: int, changes: dict[str, Any]) -> bool:
     """The source's metadata already holds every one of ``changes``: a call tried again after its
     commit (the writer died before its reply), which must not add a second crawl sample."""
-    meta = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
+    meta: dict[str, Any] = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
     return all(key in meta and meta[key] == value for key, value in changes.items())
 
 
