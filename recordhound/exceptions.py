@@ -7,8 +7,15 @@ def reason(exc: BaseException) -> str:
     """Why ``exc`` happened, on one line: the class and the first line of the underlying error (a
     database driver's, not SQLAlchemy's wrapper with its SQL and parameters)."""
     orig = getattr(exc, "orig", None) or exc
+    return f"{type(orig).__name__}: {first_line(orig)}" if str(orig).strip() else type(orig).__name__
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of the underlying error's message (or its class, when it says nothing): a
+    driver's "connection refused", for messages that say what could not be reached."""
+    orig = getattr(exc, "orig", None) or exc
     lines = str(orig).strip().splitlines()
-    return f"{type(orig).__name__}: {lines[0]}" if lines else type(orig).__name__
+    return lines[0] if lines else type(orig).__name__
 
 
 class RecordhoundError(Exception):

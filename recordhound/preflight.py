@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig, follow_enabled, non_negative_float
-from recordhound.exceptions import RecordhoundError
+from recordhound.exceptions import RecordhoundError, first_line
 from recordhound.sources import load_profile
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def _stored_revision_by_sqlalchemy(url: str) -> str | None:
             pass
         return stored_revision(engine)
     except SQLAlchemyError as exc:
-        raise Unreachable(str(getattr(exc, "orig", exc)).strip().splitlines()[0]) from exc
+        raise Unreachable(first_line(exc)) from exc
     finally:
         engine.dispose()
 

@@ -12,6 +12,8 @@ import sqlite3
 from importlib import resources
 from typing import Any
 
+from recordhound.exceptions import first_line
+
 
 class Unreachable(Exception):
     """The database did not answer; the message is its driver's reason, first line."""
@@ -54,15 +56,15 @@ def _sqlite_revision(path: str) -> str | None:
     try:
         connection = sqlite3.connect(path, timeout=5)
     except sqlite3.Error as exc:
-        raise Unreachable(_first_line(exc)) from exc
+        raise Unreachable(first_line(exc)) from exc
     try:
         return _one(connection.execute("SELECT version_num FROM alembic_version").fetchall())
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc) or "locked" in str(exc):  # no schema yet; a writer's lock: it answers
             return None
-        raise Unreachable(_first_line(exc)) from exc
+        raise Unreachable(first_line(exc)) from exc
     except sqlite3.DatabaseError as exc:  # not a database ("file is not a database")
-        raise Unreachable(_first_line(exc)) from exc
+        raise Unreachable(first_line(exc)) from exc
     finally:
         connection.close()
 
@@ -73,7 +75,7 @@ def _postgresql_revision(conninfo: str) -> str | None:
     try:
         connection = psycopg.connect(conninfo)
     except psycopg.OperationalError as exc:
-        raise Unreachable(_first_line(exc)) from exc
+        raise Unreachable(first_line(exc)) from exc
     except psycopg.Error as exc:  # a URL libpq reads otherwise than SQLAlchemy (an option only SQLAlchemy knows)
         raise NotPlain(conninfo) from exc
     try:
@@ -87,7 +89,3 @@ def _postgresql_revision(conninfo: str) -> str | None:
 
 def _one(rows: list[Any]) -> str | None:
     return str(rows[0][0]) if len(rows) == 1 else None
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

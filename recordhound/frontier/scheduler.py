@@ -26,10 +26,9 @@ import time
 from typing import TYPE_CHECKING
 
 from scrapy import Request, Spider
-from scrapy.utils.defer import deferred_from_coro
 
 from recordhound.config import FrontierConfig
-from recordhound.errors import FATAL_STAT, record_error
+from recordhound.errors import record_error, stop_crawl
 from recordhound.frontier import engine_access, registry, serialize
 from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, Leased, Recheck
 from recordhound.frontier.hostgate import HostGate
@@ -411,9 +410,7 @@ class FrontierScheduler:
             return
         self.phase = "broken"
         logger.error("Frontier error that retrying cannot fix; closing the crawl", exc_info=exc)
-        self.crawler.stats.set_value(FATAL_STAT, f"frontier: {type(exc).__name__}: {exc}")
-        if self.crawler.engine is not None:
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason="frontier_error"))
+        stop_crawl(self.crawler, f"frontier: {type(exc).__name__}: {exc}", "frontier_error")
 
     def inc(self, name: str, count: int = 1) -> None:
         if count and self.crawler.stats is not None:

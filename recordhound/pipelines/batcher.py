@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-from recordhound.backoff import backoff_seconds
+from recordhound.backoff import retrying
 from recordhound.exceptions import reason
 
 logger = logging.getLogger(__name__)
@@ -142,27 +142,22 @@ class Batcher(Generic[T, R]):
     async def _write_until_stored(self, items: list[T]) -> R:
         """Retry a transient failure with backoff, the crawl paused, until the batch is stored;
         the pause ends however the batch ends (stored, failed for good, cancelled)."""
-        attempt = 0
+        retries = 0
+
+        def paused(exc: Exception, attempt: int, delay: float) -> None:
+            nonlocal retries
+            retries = attempt
+            if attempt == 1:
+                self._pause()
+            logger.warning("Could not store %d items (%s); crawl paused, retry %d in %.1f s",
+                           len(items), reason(exc), attempt, delay)
         try:
-            while True:
-                try:
-                    result = await self._write(items)
-                except Exception as exc:
-                    if not self._is_transient(exc):
-                        raise
-                    attempt += 1
-                    delay = backoff_seconds(attempt, self._retry_max)
-                    if attempt == 1:
-                        self._pause()
-                    logger.warning("Could not store %d items (%s); crawl paused, retry %d in %.1f s",
-                                   len(items), reason(exc), attempt, delay)
-                    await asyncio.sleep(delay)
-                    continue
-                if attempt:
-                    logger.warning("Stored %d items after %d retries: the product store is back", len(items), attempt)
-                return result
+            result = await retrying(lambda: self._write(items), self._is_transient, self._retry_max, paused)
+            if retries:
+                logger.warning("Stored %d items after %d retries: the product store is back", len(items), retries)
+            return result
         finally:
-            if attempt:
+            if retries:
                 self._resume()
 
     async def _tick(self) -> None:

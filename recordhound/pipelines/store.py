@@ -20,15 +20,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 
-from scrapy.utils.defer import deferred_from_coro
-
 from recordhound import failpoints, signals
-from recordhound.backoff import backoff_seconds
+from recordhound.backoff import retrying
 from recordhound.catalog import worker
 from recordhound.catalog.errors import is_transient
 from recordhound.catalog.result import BatchResult
 from recordhound.config import ReviewConfig, StoreConfig
-from recordhound.errors import FATAL_STAT, record_error
+from recordhound.errors import record_error, stop_crawl
 from recordhound.exceptions import reason
 from recordhound.extensions.health import HEALTH_STAT
 from recordhound.frontier import engine_access, registry
@@ -123,17 +121,13 @@ class StorePipeline:
     async def _call_retrying(self, what: str, function: Callable[..., T], *args: Any) -> T:
         """``function`` in the writer, tried again (with backoff) when the writer died or the database
         was away for a moment, ``CALL_ATTEMPTS`` times in all; then its error."""
-        assert self.writer is not None
-        for attempt in range(1, CALL_ATTEMPTS + 1):
-            try:
-                return await self.writer.call(function, *args)
-            except Exception as exc:
-                if attempt == CALL_ATTEMPTS or not is_transient(exc):
-                    raise
-                delay = backoff_seconds(attempt, self.config.retry_max_seconds)
-                logger.warning("Could not %s (%s); retry %d in %.1f s", what, reason(exc), attempt, delay)
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+        writer = self.writer
+        assert writer is not None
+
+        def warn(exc: Exception, attempt: int, delay: float) -> None:
+            logger.warning("Could not %s (%s); retry %d in %.1f s", what, reason(exc), attempt, delay)
+        return await retrying(lambda: writer.call(function, *args), is_transient, self.config.retry_max_seconds,
+                              warn, CALL_ATTEMPTS)
 
     def _opened(self, opening: asyncio.Task[int]) -> None:
         """A source that could not be opened stops the crawl, whatever it was doing (items or not)."""
@@ -145,9 +139,7 @@ class StorePipeline:
         why = f"product store: {reason(exc)}"
         logger.error("The product database could not be opened for this crawl (%s): stopping; the pages "
                      "fetched meanwhile go back to the queue", why)
-        self.crawler.stats.set_value(FATAL_STAT, why)
-        if self.crawler.engine is not None:
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason="store_error"))
+        stop_crawl(self.crawler, why, "store_error")
 
     async def _source(self) -> int:
         """The source's id, once the writer opened it (``_opened`` keeps it)."""
