@@ -1,1 +1,14 @@
 """The product database: SQLAlchemy 2 models, engines, migrations and batched upserts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# libpq's connect_timeout unless the URL sets one: a server that takes the connection and never
+# answers (a frozen host, a stalled network) is an unreachable database (an outage, retried), not a hang
+PG_CONNECT_TIMEOUT_SECONDS = 10
+
+
+def pg_connect_args(url: str) -> dict[str, Any]:
+    """A PostgreSQL connection's arguments beside its URL's: the connect timeout, unless the URL gives one."""
+    return {} if "connect_timeout=" in url else {"connect_timeout": PG_CONNECT_TIMEOUT_SECONDS}

@@ -8,6 +8,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 
+from recordhound.db import pg_connect_args
+
 # One writer at a time per database keeps IDs consecutive without ON CONFLICT
 # (which burns a sequence value per conflicting row in PostgreSQL).
 _PG_WRITE_LOCK = 0x72686F756E64  # "rhound"
@@ -19,7 +21,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    return create_engine(url, pool_pre_ping=True, connect_args=pg_connect_args(url), **kwargs)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

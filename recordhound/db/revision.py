@@ -12,6 +12,7 @@ import sqlite3
 from importlib import resources
 from typing import Any
 
+from recordhound.db import pg_connect_args
 from recordhound.exceptions import first_line
 
 
@@ -73,7 +74,7 @@ def _postgresql_revision(conninfo: str) -> str | None:
     import psycopg
 
     try:
-        connection = psycopg.connect(conninfo)
+        connection = psycopg.connect(conninfo, **pg_connect_args(conninfo))
     except psycopg.OperationalError as exc:
         raise Unreachable(first_line(exc)) from exc
     except psycopg.Error as exc:  # a URL libpq reads otherwise than SQLAlchemy (an option only SQLAlchemy knows)

@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
-from tests.services import run_crawl
+from tests.faultproxy import FaultProxy
+from tests.services import PostgresDatabase, run_crawl
 
 CASES = {
     "redis": ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "source=demo",
@@ -42,3 +44,17 @@ def test_a_start_up_error_is_one_line_and_exit_1(case: str, tmp_path: Path,
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(message), result.stderr[-2000:]
     assert result.stderr.rstrip().endswith(errors[0])
+
+
+def test_a_postgresql_that_never_answers_is_one_line_and_exit_1_not_a_hang(tmp_path: Path) -> None:
+    """The server's port takes the connection and says nothing (a frozen host, a stalled network):
+    the start-up check gives up after libpq's connect timeout (10 s unless the URL sets
+    ``connect_timeout``) with one line; before, the crawl waited as long as the server did."""
+    with PostgresDatabase() as database, FaultProxy(make_url(database.url).port or 5432) as proxy:
+        proxy.stall(300)
+        url = make_url(database.url).set(port=proxy.port).render_as_string(hide_password=False)
+        result = run_crawl(tmp_path, url, "-a", "source=demo", timeout=60)  # a hang fails here
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: cannot reach the product database"), result.stderr[-2000:]
+    assert "timeout" in errors[0], errors
