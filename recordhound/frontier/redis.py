@@ -53,6 +53,12 @@ from recordhound.frontier.backend import (
 from recordhound.frontier.redis_snapshot import COUNTS, SNAPSHOT, STATES, VERIFY, Snapshot
 from recordhound.frontier.redis_takeover import take_over
 
+# a Redis that answers but cannot serve now: full (noeviction), a read-only replica, a replica
+# without its master, one loading its data, a cluster with slots uncovered, moving, or out of reach
+REFUSING = tuple(getattr(redis.exceptions, name) for name in (
+    "OutOfMemoryError", "ReadOnlyError", "BusyLoadingError", "ClusterDownError", "TryAgainError",
+    "SlotNotCoveredError", "RedisClusterUnreachableError") if hasattr(redis.exceptions, name))
+REFUSING_CODES = ("OOM", "READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN")
 MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
 
 
@@ -72,7 +78,7 @@ class RedisFrontier(FrontierBackend):
             client.ping()
             if not is_cluster(self.url):
                 take_over(client, self.prefix)
-        except redis.RedisError as exc:
+        except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
             self.close()
             raise redis_unreachable(self.url, exc) from exc
 
@@ -124,11 +130,10 @@ class RedisFrontier(FrontierBackend):
     def _transient(self, exc: BaseException) -> bool:
         if isinstance(exc, redis.AuthenticationError):
             return False  # a ConnectionError to redis-py, a wrong password or ACL to us
-        if isinstance(exc, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError):
+        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, *REFUSING)):
             return True
-        # refused writes of a full Redis (noeviction), a replica, or one still loading its AOF
-        return isinstance(exc, redis.ResponseError) and str(exc).startswith(("OOM", "READONLY", "LOADING",
-                                                                              "MASTERDOWN"))
+        # the same refusals reported by an older redis-py as a plain ResponseError with the error code
+        return isinstance(exc, redis.ResponseError) and str(exc).startswith(REFUSING_CODES)
 
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
                seeded: bool = False, rechecks: list[Recheck] | None = None, writer: str = "",

@@ -256,7 +256,7 @@ class RedisDocStore(DocStore):
                         return result
                     except redis.WatchError:
                         continue  # another transaction committed first: run again on fresh data
-        except redis.RedisError as exc:
+        except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
             raise ReviewStoreError(f"review queue on Redis ({self.prefix}): {exc}") from exc
 
     def close(self) -> None:

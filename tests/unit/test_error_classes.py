@@ -26,6 +26,11 @@ def test_frontier_backends_tell_an_outage_from_a_bug() -> None:
     assert shared.is_transient(redis.TimeoutError())
     assert shared.is_transient(redis.ResponseError("OOM command not allowed when used memory > 'maxmemory'"))
     assert not shared.is_transient(redis.ResponseError("WRONGTYPE Operation against a key"))
+    # a Redis Cluster during a failover or resharding, as redis-py reports it (the code stripped)
+    assert shared.is_transient(redis.exceptions.ClusterDownError("The cluster is down"))
+    assert shared.is_transient(redis.exceptions.TryAgainError("Multiple keys request during rehashing of slot"))
+    assert shared.is_transient(redis.exceptions.SlotNotCoveredError("Slot 866 is not covered by the cluster"))
+    assert not shared.is_transient(redis.exceptions.ClusterCrossSlotError("Keys in request don't hash to the same slot"))
     assert not shared.is_transient(TypeError("bad argument"))
     assert not shared.is_transient(redis.AuthenticationError("invalid username-password pair"))
 

@@ -1,0 +1,121 @@
+"""A Redis that answers but refuses: full (``maxmemory`` with ``noeviction``), a read-only replica, a
+replica that lost its master. Each is an outage (the crawl pauses and retries), not a bug (the crawl
+stops): redis-py reports them as their own classes whose message no longer starts with the error
+code. Real private redis-servers; the crawl's product DB compared with the shop's truth."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from recordhound.demo.process import ShopProcess
+from recordhound.frontier.backend import Entry
+from recordhound.frontier.redis import RedisFrontier
+from recordhound.review.docstore import RedisDocStore, ReviewStoreError
+from tests.integration.crawlers import CrawlSetup, wait_for_pages
+from tests.integration.truthcheck import assert_crawl_matches_truth
+from tests.redisserver import RedisServer
+
+
+FP1, FP2 = bytes(range(16)), bytes(range(1, 17))  # compact fingerprints, as the scheduler makes them
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    running = RedisServer(tmp_path / "redis", "--save", "").start()
+    yield running
+    running.kill()
+
+
+def _fill(server: RedisServer) -> None:
+    """No room left: every write is refused (``noeviction``), reads still answered."""
+    client = server.client()
+    client.set("rh-ballast", "x" * 1_000_000)
+    client.close()  # its query buffer held the ballast too: measured on a connection of its own
+    client = server.client()
+    client.config_set("maxmemory", str(client.info("memory")["used_memory"] - 500_000))
+    client.close()
+
+
+def _empty(server: RedisServer) -> None:
+    client = server.client()
+    client.config_set("maxmemory", "0")
+    client.delete("rh-ballast")
+    client.close()
+
+
+def _refusal(frontier: RedisFrontier) -> Exception:
+    with pytest.raises(redis.RedisError) as refused:
+        frontier.commit([Entry(FP2, 0, "http://shop/2")], [], [])
+    return refused.value
+
+
+def test_a_full_redis_is_an_outage_for_the_frontier_and_the_review_queue(server: RedisServer) -> None:
+    frontier = RedisFrontier(server.url, "rhrefuse")
+    frontier.open()
+    frontier.commit([Entry(FP1, 0, "http://shop/1")], [], [])
+    queue = RedisDocStore(server.url, "rhrefuse")
+    try:
+        _fill(server)
+        assert frontier.is_transient(_refusal(frontier))
+        with pytest.raises(ReviewStoreError):
+            queue.run(lambda txn: txn.put("review", "k", {"v": 1}))
+        _empty(server)
+        assert frontier.commit([Entry(FP2, 0, "http://shop/2")], [], []).queued == 1
+    finally:
+        queue.close()
+        frontier.close()
+
+
+def test_a_read_only_replica_and_one_without_its_master_are_outages(server: RedisServer, tmp_path: Path) -> None:
+    replica = RedisServer(tmp_path / "replica", "--save", "", "--replica-serve-stale-data", "no").start()
+    try:
+        client = replica.client()
+        client.replicaof("127.0.0.1", server.port)
+        deadline = time.monotonic() + 30
+        while client.info("replication").get("master_link_status") != "up":
+            assert time.monotonic() < deadline, "the replica did not sync"
+            time.sleep(0.05)
+        frontier = RedisFrontier(replica.url, "rhrefuse")
+        frontier.open()
+        refused = _refusal(frontier)
+        assert isinstance(refused, redis.ReadOnlyError) and frontier.is_transient(refused)
+        server.kill()  # the master is gone: a replica that may not serve stale data answers MASTERDOWN
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.get("anything")
+            except redis.ResponseError as exc:
+                assert isinstance(exc, redis.exceptions.MasterDownError) and frontier.is_transient(exc)
+                break
+            assert time.monotonic() < deadline, "the replica did not notice its master left"
+            time.sleep(0.1)
+        frontier.close()
+        client.close()
+    finally:
+        replica.kill()
+
+
+def test_a_crawl_whose_redis_fills_up_pauses_and_loses_nothing(tmp_path: Path, server: RedisServer,
+                                                               database_url: str) -> None:
+    """Redis refuses every write for 3 s mid-crawl (full): before, the crawl stopped with "Frontier
+    error that retrying cannot fix" (exit 1); now it pauses, retries, and completes."""
+    with ShopProcess(600, seed=84) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url, server.url)
+        crawler = setup.start(name="crawl")
+        try:
+            wait_for_pages(shop, 150)
+            _fill(server)
+            time.sleep(3)
+            _empty(server)
+            assert crawler.wait(300) == 0, setup.log("crawl")[-3000:]
+        finally:
+            _empty(server)
+            crawler.ensure_stopped()
+        log = setup.log("crawl")
+        assert "Frontier backend failed" in log and "cannot fix" not in log, log[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())
