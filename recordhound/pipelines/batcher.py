@@ -131,7 +131,10 @@ class Batcher(Generic[T, R]):
             finally:
                 self._writing = 0
                 self.tell_backlog()
-            self._on_written(result)
+            try:
+                self._on_written(result)
+            except Exception:  # noqa: BLE001 - counting failed, not storing: the items are settled all the same
+                logger.exception("Could not count a stored batch of %d items", len(batch))
             _resolve(batch, None)
 
     def tell_backlog(self) -> None:

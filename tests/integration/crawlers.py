@@ -133,11 +133,7 @@ class Crawler:
 
     def frozen(self) -> bool:
         """Stopped by SIGSTOP (a ``stop`` crash point)."""
-        try:
-            with open(f"/proc/{self.process.pid}/stat", encoding="ascii") as stat:
-                return stat.read().rsplit(")", 1)[1].split()[0] == "T"
-        except OSError:
-            return False
+        return is_stopped(self.process.pid)
 
     def wait_frozen(self, timeout: float = 180) -> None:
         """Until the crawler froze itself at its ``stop`` crash point (fails if it exits or takes too long)."""
@@ -164,6 +160,15 @@ class Crawler:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait()
         self.log.close()
+
+
+def is_stopped(pid: int) -> bool:
+    """Process ``pid`` is stopped by SIGSTOP (a ``stop`` crash point), its state in ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
 
 
 def wait_nodes_out(nodes: list[Crawler], counts: Any, timeout: float = 240,

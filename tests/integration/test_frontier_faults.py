@@ -163,14 +163,6 @@ def test_faultproxy_cut_stall_blackhole_break_and_heal() -> None:
         client.close()
 
 
-def _stopped(crawler: Crawler) -> bool:
-    try:
-        with open(f"/proc/{crawler.process.pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
-    except OSError:
-        return False
-
-
 @pytest.mark.parametrize("moment", ["mid_crawl", "before_seeding", "failover_mid_crawl"])
 def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
     moment: str, tmp_path: Path,
@@ -194,7 +186,7 @@ def test_redis_restored_from_a_snapshot_one_second_old_every_node_finishes(
                 else:  # the first node stops itself right after claiming the start requests
                     nodes = [setup.start(*NODE, name="node0", failpoints="frontier.after_start_claim=stop")]
                     deadline = time.monotonic() + 60
-                    while not _stopped(nodes[0]):
+                    while not nodes[0].frozen():
                         assert time.monotonic() < deadline and nodes[0].process.poll() is None, _log(setup, ["node0"])
                         time.sleep(0.05)
                     server.snapshot(snapshot)  # claimed, nothing queued, not seeded

@@ -18,20 +18,12 @@ from pathlib import Path
 import pytest
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import Crawler, CrawlSetup
+from tests.integration.crawlers import Crawler, CrawlSetup, is_stopped
 from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase
 
 SOURCE_STEPS = ("store.opening_source", "store.source_opened", "store.end_recorded")
-
-
-def _stopped(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
-    except OSError:
-        return False
 
 
 def _each_stopped_writer(setup: CrawlSetup, node: Crawler, name: str, timeout: float = 180):  # type: ignore[no-untyped-def]
@@ -42,7 +34,7 @@ def _each_stopped_writer(setup: CrawlSetup, node: Crawler, name: str, timeout: f
     while node.process.poll() is None:
         assert time.monotonic() < deadline, setup.log(name)[-3000:]
         for pid in node.children():
-            if pid not in seen and _stopped(pid):
+            if pid not in seen and is_stopped(pid):
                 seen.add(pid)
                 yield pid
         time.sleep(0.02)

@@ -36,6 +36,30 @@ def test_a_batch_that_fails_for_good_after_an_outage_resumes_the_crawl() -> None
     assert calls == 2 and reasons == set()  # paused during the outage, not forever after
 
 
+def test_a_stored_batch_whose_counting_fails_still_settles_its_items(caplog: pytest.LogCaptureFixture) -> None:
+    """The batch committed, then counting it raised (a bug of the stats' side): its items are
+    stored all the same, so they are settled (their pages acked), the error logged; before, their
+    futures were never resolved and the crawl waited on them for ever."""
+    stored: list[Any] = []
+
+    async def write(items: list[Any]) -> int:
+        stored.extend(items)
+        return len(items)
+
+    def count(_: int) -> None:
+        raise KeyError("a counter")
+
+    async def run() -> None:
+        batcher: Batcher[Any, int] = Batcher(write, 2, 60, count, lambda exc: False, lambda: None, lambda: None, 0.05)
+        batcher.start()
+        await asyncio.wait_for(asyncio.gather(batcher.add("a"), batcher.add("b")), 10)
+        await batcher.close()
+
+    asyncio.run(run())
+    assert stored == ["a", "b"]
+    assert "Could not count a stored batch of 2 items" in caplog.text
+
+
 def test_a_commit_that_fails_leaves_no_transaction_open(tmp_path: Path) -> None:
     path = tmp_path / "tx.sqlite3"
     writer = sqlite3.connect(path, timeout=0, isolation_level=None)
