@@ -5,7 +5,7 @@ exits 1 instead of the engine's tracebacks."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig, follow_enabled, non_negative_float
 from recordhound.exceptions import RecordhoundError, first_line
@@ -37,7 +37,7 @@ def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
 def _ping_redis(url: str) -> None:
     import redis
 
-    from recordhound.redis_client import connect
+    from recordhound.redis_client import connect, is_cluster
 
     try:  # a Redis Cluster client connects when it is made
         client = connect(url, socket_timeout=CONNECT_TIMEOUT_SECONDS, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
@@ -45,10 +45,24 @@ def _ping_redis(url: str) -> None:
         raise redis_unreachable(url, exc) from exc
     try:
         client.ping()
+        role = "" if is_cluster(url) else _role(client)
     except redis.RedisError as exc:
         raise redis_unreachable(url, exc) from exc
     finally:
         client.close()
+    if role == "slave":  # it answers, and refuses every write: the crawl would wait for ever
+        raise RecordhoundError(f"Redis at REDIS_URL={safe_url(url)} is a read-only replica; point REDIS_URL at "
+                               f"its master")
+
+
+def _role(client: Any) -> str:
+    """Redis's ROLE (master, slave, sentinel); "" when an ACL forbids asking."""
+    import redis
+
+    try:
+        return bytes(client.execute_command("ROLE")[0]).decode()
+    except redis.ResponseError:
+        return ""
 
 
 def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:

@@ -13,6 +13,7 @@ from sqladmin import ModelView
 from starlette.requests import Request
 
 from recordhound.db.models import Artist, Label, Offer, OfferHistory, Release, Source, SourceSpelling, Style
+from recordhound.db.sources import CALLS_KEY
 
 
 class ReadOnly(ModelView):
@@ -108,7 +109,9 @@ def _meta_summary(source: Source, _attr: Any) -> str:
 
 
 def _meta_detail(source: Source, _attr: Any) -> str:
-    return json.dumps(source.meta or {}, indent=1, ensure_ascii=False, default=str)
+    """The metadata as JSON, without the ids of the crawl calls recorded (bookkeeping: ``record_call``)."""
+    shown = {key: value for key, value in (source.meta or {}).items() if key != CALLS_KEY}
+    return json.dumps(shown, indent=1, ensure_ascii=False, default=str)
 
 
 class SourceAdmin(WithChart, model=Source):

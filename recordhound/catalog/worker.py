@@ -104,10 +104,11 @@ def ready() -> None:
     """Nothing: submitted to start the writer (``init``) before the first batch."""
 
 
-def open_source(name: str, kind: str, location: str, auto_upgrade: bool, started_at: str) -> int:
+def open_source(name: str, kind: str, location: str, auto_upgrade: bool, started_at: str, call: str = "") -> int:
     """A crawl begins: the schema brought to the head (``RECORDHOUND_DB_AUTO_UPGRADE``), the source's
     row (created on its first crawl), its status in progress, and a first crawl sample, all in one
-    transaction. Tried again after a commit whose reply was lost, it records nothing twice. Its id."""
+    transaction. Tried again after a commit whose reply was lost, it records nothing twice (``call``:
+    the call's own id, see ``_record_once``). Its id."""
     from recordhound.db.engine import writing
     from recordhound.db.migrate import upgrade
     from recordhound.db.sources import ensure_source
@@ -118,7 +119,8 @@ def open_source(name: str, kind: str, location: str, auto_upgrade: bool, started
         upgrade(engine)
     with writing(engine) as conn:
         source_id = ensure_source(conn, name, kind, location)
-        _record_once(conn, source_id, {"status": "in_progress", "started_at": started_at, "error_message": None}, {})
+        _record_once(conn, source_id, call, {"status": "in_progress", "started_at": started_at,
+                                             "error_message": None}, {})
     failpoints.hit("store.source_opened")
     return source_id
 
@@ -132,32 +134,32 @@ def touch(source_id: int, urls: list[str], resolution_seconds: float) -> None:
 
 
 def record_progress(source_id: int, changes: dict[str, Any], progress: dict[str, Any], finished: bool = False,
-                    health_error: str | None = None) -> None:
+                    health_error: str | None = None, call: str = "") -> None:
     """The crawl's progress (``finished``: its end) into the source's metadata and a crawl sample. At
     the end, a crawl that failed no health check but met problems says which (``errors``). Tried again
-    after a commit whose reply was lost, it records nothing twice."""
+    after a commit whose reply was lost, it records nothing twice (``call``: see ``_record_once``)."""
     from recordhound.db.engine import writing
     from recordhound.db.samples import readable_errors
 
     if finished and not changes.get("error_message") and changes.get("errors"):
         changes = {**changes, "error_message": readable_errors(changes["errors"])}
     with writing(_database()) as conn:  # both or neither: a crawl's end is its status and its last sample
-        _record_once(conn, source_id, changes, progress, finished, health_error)
+        _record_once(conn, source_id, call, changes, progress, finished, health_error)
     if finished:
         failpoints.hit("store.end_recorded")
 
 
-def _record_once(conn: Connection, source_id: int, changes: dict[str, Any], progress: dict[str, Any],
+def _record_once(conn: Connection, source_id: int, call: str, changes: dict[str, Any], progress: dict[str, Any],
                  finished: bool = False, health_error: str | None = None) -> None:
-    """``changes`` into the source's metadata and a crawl sample of ``progress``, unless the metadata
-    already holds them: the same call, tried again after its commit (each call's changes carry the
-    time it was made: ``started_at``, ``parsed_at``, the progress's ``at``)."""
+    """``changes`` into the source's metadata and a crawl sample of ``progress``, once per ``call``
+    (``db/sources.py record_call``; no id: a call that is not tried again, always written)."""
     from recordhound.db.samples import record_sample
-    from recordhound.db.sources import holds, update_source_meta
+    from recordhound.db.sources import record_call, update_source_meta
 
-    if holds(conn, source_id, changes):
+    if not call:
+        update_source_meta(conn, source_id, changes)
+    elif not record_call(conn, source_id, call, changes):
         return
-    update_source_meta(conn, source_id, changes)
     record_sample(conn, source_id, progress, finished, health_error)
 
 

@@ -11,6 +11,7 @@ from recordhound.db.engine import writing
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Source, SourceSpelling
 
+CALLS_KEY, CALLS_KEPT = "calls", 32  # the ids of a source's last crawl calls recorded (``record_call``)
 SPELLINGS_PER_READ = 500  # spellings looked up per statement (within every backend's parameter limit)
 
 
@@ -37,11 +38,19 @@ def update_source_meta(target: Engine | Connection, source_id: int, changes: dic
         return meta
 
 
-def holds(conn: Connection, source_id: int, changes: dict[str, Any]) -> bool:
-    """The source's metadata already holds every one of ``changes``: a call tried again after its
-    commit (the writer died before its reply), which must not add a second crawl sample."""
-    meta: dict[str, Any] = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
-    return all(key in meta and meta[key] == value for key, value in changes.items())
+def record_call(conn: Connection, source_id: int, call: str, changes: dict[str, Any]) -> bool:
+    """Merge ``changes`` into the source's metadata as call ``call`` (an id its caller gave it, the
+    same in each of its tries); False, and nothing written, when that call was recorded already: tried
+    again after its commit (the writer died before its reply). Other nodes may have written meanwhile,
+    so the metadata's values cannot tell; the ids of the last ``CALLS_KEPT`` calls are kept there."""
+    meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
+    calls = list(meta.get(CALLS_KEY) or [])
+    if call in calls:
+        return False
+    meta.update(changes)
+    meta[CALLS_KEY] = [*calls, call][-CALLS_KEPT:]
+    conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
+    return True
 
 
 def record_spellings(conn: Connection, source_id: int, ids: dict[str, dict[str, int]]) -> int:

@@ -43,7 +43,6 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from recordhound.exceptions import RecordhoundError
 from recordhound.preflight import redis_unreachable
 from recordhound.redis_client import connect, is_cluster
 from recordhound.frontier import redis_scripts as lua
@@ -58,7 +57,8 @@ from recordhound.frontier.redis_takeover import take_over
 REFUSING = tuple(getattr(redis.exceptions, name) for name in (
     "OutOfMemoryError", "ReadOnlyError", "BusyLoadingError", "ClusterDownError", "TryAgainError",
     "SlotNotCoveredError", "RedisClusterUnreachableError") if hasattr(redis.exceptions, name))
-REFUSING_CODES = ("OOM", "READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN")
+REFUSING_CODES = ("OOM", "READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN",
+                  "MISCONF", "NOREPLICAS", "BUSY ")  # and: its disk cannot persist, too few replicas, a long script
 MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
 
 
@@ -73,8 +73,8 @@ class RedisFrontier(FrontierBackend):
         self.keys = {name: f"{prefix}:{name}" for name in names}
 
     def open(self) -> None:
-        client = self._connect()
         try:
+            client = self._connect()  # a Redis Cluster client connects here
             client.ping()
             if not is_cluster(self.url):
                 take_over(client, self.prefix)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import Counter, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -116,7 +117,7 @@ class StorePipeline:
     async def _open_source(self, profile: Profile) -> int:
         """The writer opens the crawl's source (``worker.open_source``)."""
         return await self._call_retrying("open the crawl's source", worker.open_source, profile.name, profile.kind,
-                                         profile.base_url, self.config.auto_upgrade, now_iso())
+                                         profile.base_url, self.config.auto_upgrade, now_iso(), uuid.uuid4().hex)
 
     async def _call_retrying(self, what: str, function: Callable[..., T], *args: Any) -> T:
         """``function`` in the writer, tried again (with backoff) when the writer died or the database
@@ -304,7 +305,7 @@ class StorePipeline:
                    "progress": progress}
         try:
             await self._call_retrying("record the crawl's end", worker.record_progress, source_id, changes, progress,
-                                      True, unhealthy or None)
+                                      True, unhealthy or None, uuid.uuid4().hex)
         except Exception as exc:  # noqa: BLE001 - the crawl is over; its end goes unrecorded, and says so
             logger.warning("Could not record the crawl's end in the product database: %s", reason(exc))
 

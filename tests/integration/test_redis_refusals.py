@@ -19,6 +19,7 @@ from recordhound.review.docstore import RedisDocStore, ReviewStoreError
 from tests.integration.crawlers import CrawlSetup, wait_for_pages
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.redisserver import RedisServer
+from tests.services import run_crawl
 
 
 FP1, FP2 = bytes(range(16)), bytes(range(1, 17))  # compact fingerprints, as the scheduler makes them
@@ -98,6 +99,26 @@ def test_a_read_only_replica_and_one_without_its_master_are_outages(server: Redi
         client.close()
     finally:
         replica.kill()
+
+
+def test_a_crawl_pointed_at_a_replica_says_so_in_one_line_and_exits_1(server: RedisServer, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replica answers PING and refuses every write: before, the node waited 120 s to join and then
+    called it unreachable; the start-up check now says what it is, before anything is fetched."""
+    replica = RedisServer(tmp_path / "replica", "--save", "").start()
+    try:
+        client = replica.client()
+        client.replicaof("127.0.0.1", server.port)
+        client.close()
+        monkeypatch.setenv("REDIS_URL", replica.url)
+        result = run_crawl(tmp_path, f"sqlite:///{tmp_path / 'product.sqlite3'}", "-a", "source=demo",
+                           "-a", "base_url=http://127.0.0.1:1/", timeout=60)
+    finally:
+        replica.kill()
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert errors == [f"error: Redis at REDIS_URL={replica.url} is a read-only replica; point REDIS_URL at "
+                      "its master"], result.stderr[-2000:]
 
 
 def test_a_crawl_whose_redis_fills_up_pauses_and_loses_nothing(tmp_path: Path, server: RedisServer,

@@ -21,7 +21,7 @@ from recordhound.demo.process import ShopProcess
 from tests.integration.crawlers import Crawler, CrawlSetup, is_stopped
 from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_crawl_matches_truth
-from tests.services import PostgresDatabase
+from tests.services import PostgresDatabase, redis_url
 
 SOURCE_STEPS = ("store.opening_source", "store.source_opened", "store.end_recorded")
 
@@ -123,3 +123,29 @@ def test_postgresql_away_while_the_source_opens_delays_the_crawl_s_store_only(tm
             node.ensure_stopped()
         assert _samples(database.url)[0] == (False, 0) and _status(database.url) == "completed"
         assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_a_lost_reply_tried_again_after_another_node_wrote_records_nothing_twice(tmp_path: Path) -> None:
+    """Two nodes crawl one source (Redis frontier, PostgreSQL store). Node A's writer commits the
+    crawl's end and dies before its reply; node B ends meanwhile (the source's metadata is B's now);
+    A's new writer tries the end again: it must not add a third end sample (one per node). Before,
+    a call was recognised by its values in the metadata, which B had replaced."""
+    with ShopProcess(60, seed=85) as shop, PostgresDatabase() as database:
+        setup = CrawlSetup(tmp_path, shop.url, database.url, redis_url())
+        try:
+            a = setup.start(name="a", failpoints="store.end_recorded=stop")
+            b = setup.start(name="b")
+            try:
+                for n, writer in enumerate(_each_stopped_writer(setup, a, "a")):
+                    if n == 0:
+                        assert b.wait(120) == 0, setup.log("b")[-3000:]  # B's end is recorded after A's
+                    os.kill(writer, signal.SIGKILL if n == 0 else signal.SIGCONT)
+                assert a.wait(60) == 0, setup.log("a")[-3000:]
+            finally:
+                a.ensure_stopped()
+                b.ensure_stopped()
+            assert "retry 1" in setup.log("a")
+            assert [finished for finished, _ in _samples(database.url)].count(True) == 2, _samples(database.url)
+            assert_crawl_matches_truth(setup, shop.truth())
+        finally:
+            setup.cleanup()

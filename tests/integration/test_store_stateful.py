@@ -3,7 +3,8 @@
 Hypothesis drives random sequences of what a crawl asks of its product store: items stored (a few
 releases whose offers change price), the crawl's progress published, the writer process killed
 while idle or at a random moment of a write (before its commit, or after it and before its reply),
-and a crawl ending and the next one opening. The writer is the real spawned process, the databases
+and a crawl ending (its writer killed meanwhile, perhaps) and the next one opening (its writer killed
+while it starts or opens the source, perhaps). The writer is the real spawned process, the databases
 real. After every step the product DB holds exactly the last price stored of each offer, and each
 offer's price history holds exactly its price changes (a batch written again after a lost reply
 changes nothing). At the end of each crawl its source is "completed" and every crawl opened has
@@ -26,7 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
@@ -72,7 +73,9 @@ class StoreMachine(RuleBasedStateMachine):
     def _database(self) -> str:
         return f"sqlite:///{self.folder}/product.sqlite3"
 
-    def _open(self) -> StorePipeline:
+    def _open(self, kill_after_ms: int | None = None) -> StorePipeline:
+        """A crawl opens its store; ``kill_after_ms``: its writer killed that soon after (starting, or
+        opening the source: the opening is tried again)."""
         values = {"RECORDHOUND_DATABASE_URL": self.database_url, "RECORDHOUND_TRUST_NEW_ENTITIES": True,
                   "RECORDHOUND_REVIEW_PATH": f"{self.folder}/review.sqlite3",
                   "RECORDHOUND_PRICE_REVIEW_THRESHOLD": 1000.0, "RECORDHOUND_STORE_FLUSH_SECONDS": 0.05}
@@ -85,6 +88,9 @@ class StoreMachine(RuleBasedStateMachine):
         crawler.spider = SimpleNamespace(profile=load_profile("demo"))  # type: ignore[assignment]
         store = StorePipeline(crawler, StoreConfig.from_settings(project), ReviewConfig.from_settings(project))
         self.loop.run_until_complete(store.open_spider())
+        if kill_after_ms is not None:
+            self.loop.run_until_complete(asyncio.sleep(kill_after_ms / 1000))
+            _kill_the_writer()
         assert store._opening is not None
         self._run(asyncio.shield(store._opening))  # the schema and the source there before any check
         self.crawls += 1
@@ -116,6 +122,7 @@ class StoreMachine(RuleBasedStateMachine):
         self._run(write_and_kill())
         self.prices.setdefault(n, []).append(price)
 
+    @precondition(lambda self: self.store.counts["items"] > 0)  # told from the opening sample by its items
     @rule(kill_after_ms=st.none() | st.integers(0, 40))
     def publish_progress(self, kill_after_ms: int | None) -> None:
         """The progress sample is not retried: a writer killed meanwhile may leave it out."""
@@ -128,9 +135,10 @@ class StoreMachine(RuleBasedStateMachine):
         self._run(publish())
         self.progress += 1
 
-    @rule(kill_after_ms=st.none() | st.integers(0, 40))
-    def end_the_crawl_and_start_the_next(self, kill_after_ms: int | None) -> None:
-        """The crawl's end is tried again when the writer died meanwhile; the next crawl opens."""
+    @rule(kill_after_ms=st.none() | st.integers(0, 40), kill_opening_after_ms=st.none() | st.integers(0, 1500))
+    def end_the_crawl_and_start_the_next(self, kill_after_ms: int | None, kill_opening_after_ms: int | None) -> None:
+        """The crawl's end is tried again when the writer died meanwhile; the next crawl opens (its
+        writer killed while it starts or opens the source, perhaps)."""
         async def end() -> None:
             await self.store.close_spider()
             ending = asyncio.ensure_future(self.store._spider_closed("finished"))
@@ -141,7 +149,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.ended = True
         self._run(end())
         self._check_the_ends(open_crawl=False)
-        self.store = self._open()
+        self.store = self._open(kill_opening_after_ms)
         self.ended = False
 
     @invariant()
@@ -160,13 +168,15 @@ class StoreMachine(RuleBasedStateMachine):
     def _check_the_ends(self, open_crawl: bool) -> None:
         db = ProductDb(self.database_url)
         try:
-            samples = [bool(r.finished) for r in db.rows("SELECT finished FROM crawl_samples ORDER BY id")]
+            samples = [(bool(r.finished), int(r.items)) for r in db.rows(
+                "SELECT finished, items FROM crawl_samples ORDER BY id")]
             status = db.source_meta()["status"]
         finally:
             db.close()
         ended = self.crawls - (1 if open_crawl else 0)
-        assert samples.count(True) == ended, samples
-        assert self.crawls <= samples.count(False) <= self.crawls + self.progress, samples
+        assert [finished for finished, _ in samples].count(True) == ended, samples
+        assert samples.count((False, 0)) == self.crawls, samples  # one opening sample per crawl, never two
+        assert len(samples) - ended - self.crawls <= self.progress, samples
         assert status == ("in_progress" if open_crawl else "completed")
 
     def teardown(self) -> None:

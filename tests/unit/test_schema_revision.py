@@ -43,3 +43,17 @@ def test_only_a_numbered_revision_above_the_packaged_head_is_newer() -> None:
     assert not is_newer(head) and not is_newer(None) and not is_newer("0001")
     assert is_newer(f"{int(head) + 1:04d}") and is_newer("9999")
     assert not is_newer("ae1027a6acf") and not is_newer("99999")  # not one of ours: the upgrade says
+
+
+def test_the_connect_timeout_is_10_s_unless_the_url_or_libpq_s_environment_says_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from recordhound.db import pg_connect_args
+
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    monkeypatch.delenv("PGSERVICE", raising=False)
+    assert pg_connect_args("postgresql+psycopg://u@h/db") == {"connect_timeout": 10}
+    assert pg_connect_args("postgresql+psycopg://u:connect_timeout=1@h/db") == {"connect_timeout": 10}  # a password
+    assert pg_connect_args("postgresql+psycopg://u@h/db?connect_timeout=3") == {}
+    assert pg_connect_args("postgresql+psycopg:///db?service=catalog") == {}
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "3")
+    assert pg_connect_args("postgresql+psycopg://u@h/db") == {}
