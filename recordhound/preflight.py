@@ -50,7 +50,7 @@ def _ping_redis(url: str) -> None:
         raise redis_unreachable(url, exc) from exc
     finally:
         client.close()
-    if role == "slave":  # it answers, and refuses every write: the crawl would wait for ever
+    if role in ("slave", "replica"):  # it answers, and refuses every write (Dragonfly says "replica")
         raise RecordhoundError(f"Redis at REDIS_URL={safe_url(url)} is a read-only replica; point REDIS_URL at "
                                f"its master")
 
@@ -60,9 +60,10 @@ def _role(client: Any) -> str:
     import redis
 
     try:
-        return bytes(client.execute_command("ROLE")[0]).decode()
+        role = client.execute_command("ROLE")[0]
     except redis.ResponseError:
         return ""
+    return role.decode() if isinstance(role, bytes) else str(role)
 
 
 def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:

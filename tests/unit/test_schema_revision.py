@@ -52,7 +52,7 @@ def test_the_connect_timeout_is_10_s_unless_the_url_or_libpq_s_environment_says_
     monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
     monkeypatch.delenv("PGSERVICE", raising=False)
     assert pg_connect_args("postgresql+psycopg://u@h/db") == {"connect_timeout": 10}
-    assert pg_connect_args("postgresql+psycopg://u:connect_timeout=1@h/db") == {"connect_timeout": 10}  # a password
+    assert pg_connect_args("postgresql+psycopg://u:pa#ss@h/db?connect_timeout=3") == {}  # a '#' in the password
     assert pg_connect_args("postgresql+psycopg://u@h/db?connect_timeout=3") == {}
     assert pg_connect_args("postgresql+psycopg:///db?service=catalog") == {}
     monkeypatch.setenv("PGCONNECT_TIMEOUT", "3")
