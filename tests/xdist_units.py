@@ -26,6 +26,8 @@ SLOWEST_FIRST = (
     "tests/integration/test_frontier_faults.py",
     "tests/integration/test_admin_jobs_browser.py",
     "tests/integration/test_admin_charts.py",
+    "tests/integration/test_store_stateful.py",  # 1.5-2 min in one unit
+    "tests/integration/test_store_source_calls.py",
 )
 
 
