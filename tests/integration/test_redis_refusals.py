@@ -5,6 +5,7 @@ code. Real private redis-servers; the crawl's product DB compared with the shop'
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,4 +140,33 @@ def test_a_crawl_whose_redis_fills_up_pauses_and_loses_nothing(tmp_path: Path, s
             crawler.ensure_stopped()
         log = setup.log("crawl")
         assert "Frontier backend failed" in log and "cannot fix" not in log, log[-3000:]
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_a_graceful_stop_while_redis_is_full_waits_for_it_and_loses_nothing(tmp_path: Path, server: RedisServer,
+                                                                            database_url: str) -> None:
+    """Ctrl-C while Redis refuses every write (full): the node's last acks and new requests wait for
+    room, the crawl closes as shut down (exit 0, no traceback) once they are written; resumed, it
+    completes with the product DB matching the shop's truth."""
+    with ShopProcess(600, seed=87) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url, server.url)
+        crawler = setup.start(name="crawl")
+        try:
+            wait_for_pages(shop, 150)
+            _fill(server)
+            deadline = time.monotonic() + 60
+            while "Frontier backend failed" not in setup.log("crawl"):
+                assert crawler.process.poll() is None and time.monotonic() < deadline, setup.log("crawl")[-3000:]
+                time.sleep(0.05)
+            crawler.signal(signal.SIGINT)
+            time.sleep(3)
+            assert crawler.process.poll() is None, "the node left while its acks could not be written"
+            _empty(server)
+            assert crawler.wait(120) == 0, setup.log("crawl")[-3000:]
+        finally:
+            _empty(server)
+            crawler.ensure_stopped()
+        log = setup.log("crawl")
+        assert "Traceback" not in log and "cannot fix" not in log, log[-3000:]
+        assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
         assert_crawl_matches_truth(setup, shop.truth())

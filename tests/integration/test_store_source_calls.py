@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import Crawler, CrawlSetup, is_stopped
+from tests.integration.crawlers import Crawler, CrawlSetup, is_stopped, wait_for_pages
 from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
@@ -149,3 +149,40 @@ def test_a_lost_reply_tried_again_after_another_node_wrote_records_nothing_twice
             assert_crawl_matches_truth(setup, shop.truth())
         finally:
             setup.cleanup()
+
+
+def _wait_logged(setup: CrawlSetup, node: Crawler, name: str, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in setup.log(name):
+        assert node.process.poll() is None and time.monotonic() < deadline, setup.log(name)[-3000:]
+        time.sleep(0.05)
+
+
+def test_a_graceful_stop_while_the_source_opens_ends_the_crawl_once_and_loses_nothing(database_url: str,
+                                                                                       tmp_path: Path) -> None:
+    """Ctrl-C while the writer is still opening the source (frozen there; pages are fetched meanwhile
+    and their items wait): the crawl says what it waits for (before, nothing after "Closing spider"),
+    waits for the opening, stores what it has, records its end as interrupted (one opening sample,
+    one end), exits 0; the crawl resumed completes."""
+    with ShopProcess(40, seed=86) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="stopped", failpoints="store.opening_source=stop")
+        try:
+            writer = next(_each_stopped_writer(setup, node, "stopped"))
+            wait_for_pages(shop, 10)
+            node.signal(signal.SIGINT)
+            _wait_logged(setup, node, "stopped", "Closing spider (shutdown)")
+            _wait_logged(setup, node, "stopped", "The store's writer has not opened the crawl's source in ")
+            os.kill(writer, signal.SIGCONT)
+            assert node.wait(60) == 0, setup.log("stopped")[-3000:]
+        finally:
+            node.ensure_stopped()
+        assert "Traceback" not in setup.log("stopped"), setup.log("stopped")[-3000:]
+        assert _status(database_url) == "interrupted"
+        samples = _samples(database_url)
+        assert samples[0] == (False, 0) and samples.count((False, 0)) == 1 and samples[-1][0], samples
+        assert [finished for finished, _ in samples].count(True) == 1, samples  # progress may come between
+        assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
+        assert _status(database_url) == "completed"
+        assert [finished for finished, _ in _samples(database_url)].count(True) == 2, _samples(database_url)
+        assert_crawl_matches_truth(setup, shop.truth())
