@@ -109,7 +109,7 @@ def _meta_summary(source: Source, _attr: Any) -> str:
 
 
 def _meta_detail(source: Source, _attr: Any) -> str:
-    """The metadata as JSON, without the ids of the crawl calls recorded (bookkeeping: ``record_call``)."""
+    """The metadata as JSON, without the ids of the crawl calls recorded (bookkeeping: ``update_source_meta``)."""
     shown = {key: value for key, value in (source.meta or {}).items() if key != CALLS_KEY}
     return json.dumps(shown, indent=1, ensure_ascii=False, default=str)
 

@@ -152,15 +152,12 @@ def record_progress(source_id: int, changes: dict[str, Any], progress: dict[str,
 def _record_once(conn: Connection, source_id: int, call: str, changes: dict[str, Any], progress: dict[str, Any],
                  finished: bool = False, health_error: str | None = None) -> None:
     """``changes`` into the source's metadata and a crawl sample of ``progress``, once per ``call``
-    (``db/sources.py record_call``; no id: a call that is not tried again, always written)."""
+    (``db/sources.py update_source_meta``; no id: a call that is not tried again, always written)."""
     from recordhound.db.samples import record_sample
-    from recordhound.db.sources import record_call, update_source_meta
+    from recordhound.db.sources import update_source_meta
 
-    if not call:
-        update_source_meta(conn, source_id, changes)
-    elif not record_call(conn, source_id, call, changes):
-        return
-    record_sample(conn, source_id, progress, finished, health_error)
+    if update_source_meta(conn, source_id, changes, call) is not None:
+        record_sample(conn, source_id, progress, finished, health_error)
 
 
 def write(source_id: int, items: list[Release] | bytes) -> BatchResult | None:

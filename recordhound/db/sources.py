@@ -11,7 +11,7 @@ from recordhound.db.engine import writing
 from recordhound.db.ids import insert_with_ids
 from recordhound.db.models import Source, SourceSpelling
 
-CALLS_KEY, CALLS_KEPT = "calls", 32  # the ids of a source's last crawl calls recorded (``record_call``)
+CALLS_KEY, CALLS_KEPT = "calls", 32  # the ids of a source's last crawl calls recorded (``update_source_meta``)
 SPELLINGS_PER_READ = 500  # spellings looked up per statement (within every backend's parameter limit)
 
 
@@ -28,29 +28,23 @@ def ensure_source(target: Engine | Connection, name: str, kind: str, location: s
         return insert_with_ids(conn, Source, [{"name": name, "kind": kind, "location": location, "meta": meta}])[0]
 
 
-def update_source_meta(target: Engine | Connection, source_id: int, changes: dict[str, Any]) -> dict[str, Any]:
+def update_source_meta(target: Engine | Connection, source_id: int, changes: dict[str, Any],
+                       call: str = "") -> dict[str, Any] | None:
     """Merge ``changes`` into the source's JSON metadata (in ``target``'s transaction when it is a
-    connection); returns the new metadata."""
+    connection); returns the new metadata. With ``call`` (an id its caller gave the call, the same in
+    each of its tries): None, and nothing written, when that call was recorded already, tried again
+    after its commit (the writer died before its reply). Other nodes may have written meanwhile, so
+    the metadata's values cannot tell; the ids of the last ``CALLS_KEPT`` calls are kept there."""
     with writing(target) as conn:
         meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
+        calls = list(meta.get(CALLS_KEY) or [])
+        if call in calls:
+            return None
         meta.update(changes)
+        if call:
+            meta[CALLS_KEY] = [*calls, call][-CALLS_KEPT:]
         conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
         return meta
-
-
-def record_call(conn: Connection, source_id: int, call: str, changes: dict[str, Any]) -> bool:
-    """Merge ``changes`` into the source's metadata as call ``call`` (an id its caller gave it, the
-    same in each of its tries); False, and nothing written, when that call was recorded already: tried
-    again after its commit (the writer died before its reply). Other nodes may have written meanwhile,
-    so the metadata's values cannot tell; the ids of the last ``CALLS_KEPT`` calls are kept there."""
-    meta: dict[str, Any] = dict(conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {})
-    calls = list(meta.get(CALLS_KEY) or [])
-    if call in calls:
-        return False
-    meta.update(changes)
-    meta[CALLS_KEY] = [*calls, call][-CALLS_KEPT:]
-    conn.execute(update(Source).where(Source.id == source_id).values(meta=meta))
-    return True
 
 
 def record_spellings(conn: Connection, source_id: int, ids: dict[str, dict[str, int]]) -> int:
