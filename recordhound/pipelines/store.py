@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 PROGRESS_EVERY_SECONDS = 10.0
 BACKPRESSURE = "recordhound/backpressure/"  # stats: pauses, paused_seconds, max_waiting_items, max_load
-SLOW_OPEN_SECONDS = 10.0  # the source not open yet after this long: said once (items, and a stop, wait for it)
 CALL_ATTEMPTS = 5  # tries of the source's opening and of the crawl's end (a writer died, the database blinked)
 
 
@@ -99,8 +98,6 @@ class StorePipeline:
             self.writer.start()  # its interpreter starts beside the crawl's first fetches; the crawl does not wait
         self._opening = asyncio.ensure_future(self._open_source(profile))
         self._opening.add_done_callback(self._opened)
-        slow = asyncio.get_running_loop().call_later(SLOW_OPEN_SECONDS, _still_opening, self.config.database_url)
-        self._opening.add_done_callback(lambda _: slow.cancel())
         pause = pauses(self.crawler)
         self.batcher = Batcher(self._write, self.config.batch_size, self.config.flush_seconds,
                                self._written, is_transient, lambda: pause.hold("product store"),
@@ -341,11 +338,6 @@ class PausedTime:
         if not self.holding:
             self.total += self.clock() - self.since
             self.stats.set_value(BACKPRESSURE + "paused_seconds", round(self.total, 1))
-
-
-def _still_opening(database_url: str) -> None:
-    logger.info("The store's writer has not opened the crawl's source in %s after %d s: the items stored, the "
-                "pages acked and the crawl's end (a stop too) wait for it", safe_url(database_url), SLOW_OPEN_SECONDS)
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:

@@ -14,7 +14,9 @@ dies again on the same batch gets its items one at a time (the last of each exte
 new writer when the last died: an item that kills it ``DEATHS_PER_ITEM`` times alone is rejected
 with the reason, the rest are written, once a new writer survives a test write. One that dies
 then too dies whatever it writes (memory, the system): no item is rejected, and the batch is
-retried whole, as in an outage. A writer that dies while starting is no batch's doing.
+retried whole, as in an outage. A writer that dies while starting is no batch's doing. A call that
+lasts (a database that went silent on an open connection raises nothing for minutes) is said as a
+warning after ``SLOW_CALL_SECONDS`` and again every ``STILL_SLOW_SECONDS`` until it returns.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ from recordhound.text import text_or
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 DEATHS_PER_ITEM = 2  # an item alone that kills a new writer this many times in a row is rejected
+SLOW_CALL_SECONDS, STILL_SLOW_SECONDS = 10.0, 60.0  # a call this long is said, then again every STILL_SLOW_SECONDS
+DOING = {"open_source": "opening the crawl's source", "record_progress": "recording the crawl's progress",
+         "touch": "recording pages that answered 304"}  # a call's function → what a slow call is said to do
 
 
 class WriterProcess:
@@ -82,14 +87,16 @@ class WriterProcess:
         async with self._turn:
             assert self._executor is not None, "the writer was not started"
             try:
-                return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+                with _said_when_slow(DOING.get(function.__name__, function.__name__)):
+                    return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
             except BrokenExecutor:
                 self._restart()
                 raise
 
     async def write(self, source_id: int, items: list[Release]) -> BatchResult:
         async with self._turn:
-            return await self._write(source_id, items)
+            with _said_when_slow(f"writing a batch of {len(items)} items"):
+                return await self._write(source_id, items)
 
     async def _write(self, source_id: int, items: list[Release]) -> BatchResult:
         assert self._executor is not None, "the writer was not started"
@@ -316,6 +323,26 @@ def _identity(item: Release, position: int) -> Release:
 
 def _fields(value: Any, cls: type) -> dict[str, Any]:
     return {f.name: getattr(value, f.name) for f in dataclasses.fields(cls)}
+
+
+@contextlib.contextmanager
+def _said_when_slow(doing: str) -> Iterator[None]:
+    """A call that lasts is said (a database that stopped answering on an open connection makes no error
+    for a long while, the writer only waits): after ``SLOW_CALL_SECONDS``, then every ``STILL_SLOW_SECONDS``."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    later: asyncio.TimerHandle
+
+    def say() -> None:
+        nonlocal later
+        logger.warning("The store's writer has been %s for %d s (a slow or unanswering product DB?); the items "
+                       "waiting, their pages' acks and a stop of the crawl wait for it", doing, loop.time() - began)
+        later = loop.call_later(STILL_SLOW_SECONDS, say)
+    later = loop.call_later(SLOW_CALL_SECONDS, say)
+    try:
+        yield
+    finally:
+        later.cancel()
 
 
 @contextlib.contextmanager

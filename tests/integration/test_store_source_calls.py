@@ -172,7 +172,7 @@ def test_a_graceful_stop_while_the_source_opens_ends_the_crawl_once_and_loses_no
             wait_for_pages(shop, 10)
             node.signal(signal.SIGINT)
             _wait_logged(setup, node, "stopped", "Closing spider (shutdown)")
-            _wait_logged(setup, node, "stopped", "The store's writer has not opened the crawl's source in ")
+            _wait_logged(setup, node, "stopped", "The store's writer has been opening the crawl's source for ")
             os.kill(writer, signal.SIGCONT)
             assert node.wait(60) == 0, setup.log("stopped")[-3000:]
         finally:

@@ -233,3 +233,42 @@ def test_a_writer_that_crashes_says_so_with_its_exit_code_and_traceback(tmp_path
         assert asyncio.run(run()) == ["died", "done"]  # replaced
     assert "died writing (exit code 1)" in caplog.text
     assert "ValueError: this value cannot be read here" in capfd.readouterr().err
+
+
+def test_a_writer_that_stops_answering_is_said_while_it_lasts_and_then_no_more(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database that stops answering on an open connection raises nothing for a long while: the
+    writer only waits, and before, so did the crawl, saying nothing. Here the writer is frozen (SIGSTOP)
+    during a batch: the wait is said after SLOW_CALL_SECONDS and again every STILL_SLOW_SECONDS, and
+    not after the batch is written; a quick batch says nothing."""
+    writer, source_id = _writer(_settings(tmp_path))
+
+    def said() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("The store's writer has been")]
+
+    async def run() -> None:
+        writer.start()
+        await writer.write(source_id, [_release("a1", "A1")])  # the writer started (its start is slow)
+        assert said() == []
+        monkeypatch.setattr("recordhound.pipelines.writer_process.SLOW_CALL_SECONDS", 0.4)
+        monkeypatch.setattr("recordhound.pipelines.writer_process.STILL_SLOW_SECONDS", 0.5)
+        await writer.write(source_id, [_release("a0", "A0")])
+        assert said() == []
+        [child] = _spawned_children()
+        os.kill(child, signal.SIGSTOP)
+        try:
+            writing = asyncio.ensure_future(writer.write(source_id, [_release("a2", "A2"), _release("a3", "A3")]))
+            await asyncio.sleep(1.6)
+        finally:
+            os.kill(child, signal.SIGCONT)
+        await writing
+        told = len(said())
+        await asyncio.sleep(1.0)
+        assert len(said()) == told
+        await writer.close()
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        asyncio.run(run())
+    assert len(said()) in (3, 4), said()  # at 0.4, 0.9, 1.4 s (and 1.9 s on a busy machine)
+    assert all(m.startswith("The store's writer has been writing a batch of 2 items for ") for m in said()), said()
+    assert _stored(tmp_path) == [("a0", "A0"), ("a1", "A1"), ("a2", "A2"), ("a3", "A3")]
