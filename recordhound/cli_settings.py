@@ -9,16 +9,24 @@ import click
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from recordhound.config import FrontierConfig
+
 META_KEY = "recordhound.settings"
 
 
-def _collect(ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> None:
-    pairs = ctx.find_root().meta.setdefault(META_KEY, [])
+def name_value_pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` option values as pairs; anything else is the option's error."""
+    pairs = []
     for value in values:
         name, sep, setting = value.partition("=")
         if not sep:
             raise click.BadParameter(f"expected NAME=VALUE, got {value!r}")
         pairs.append((name, setting))
+    return pairs
+
+
+def _collect(ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> None:
+    ctx.find_root().meta.setdefault(META_KEY, []).extend(name_value_pairs(values))
 
 
 def setting_option(command: Any) -> Any:
@@ -37,3 +45,10 @@ def current_settings() -> BaseSettings:
         name, value = pair
         settings.set(name, value, priority="cmdline")
     return settings
+
+
+def frontier_config() -> FrontierConfig:
+    """The frontier's settings, with this command line's ``-s``."""
+    from recordhound.config import FrontierConfig
+
+    return FrontierConfig.from_settings(current_settings())
