@@ -69,6 +69,7 @@ class Run:
     redis_cpu_seconds: float = 0.0  # the private Redis server's, from INFO cpu
     progress: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, pages, all nodes)
     rss: list[tuple[float, int, int]] = field(default_factory=list)  # (seconds, crawler bytes, writer bytes)
+    blocks: list[tuple[float, int]] = field(default_factory=list)  # (seconds, Python blocks allocated in node 0)
     frontier_bytes: int = 0  # the embedded file (and its WAL) at the end
     seen: int = 0  # URLs the embedded frontier marked seen
 
@@ -168,6 +169,7 @@ class Bench:
         if redis_url:
             run.redis_cpu_seconds = redis_cpu(redis_url) - redis_before
         run.progress = _merge_progress([folder / f"progress{i}.txt" for i in range(mode.nodes)], started)
+        run.blocks = _blocks(folder / "progress0.txt", started)
         failed = [i for i, node in enumerate(nodes) if node.returncode != 0]
         if failed:
             tail = (folder / f"node{failed[0]}.log").read_text(errors="replace")[-3000:]
@@ -252,13 +254,21 @@ def _heartbeat(run: Run, folder: Path, nodes: int) -> None:
           f"(load {os.getloadavg()[0]:.2f})", flush=True)
 
 
+def _blocks(path: Path, started: float) -> list[tuple[float, int]]:
+    """One node's Python blocks allocated over the crawl: (seconds since start, blocks)."""
+    if not path.exists():
+        return []
+    return [(float(stamp) - started, int(blocks)) for stamp, _, blocks in
+            (line.split() for line in path.read_text().splitlines())]
+
+
 def _merge_progress(paths: list[Path], started: float) -> list[tuple[float, int]]:
     """All nodes' samples as one series of (seconds since start, pages so far by every node)."""
     events: list[tuple[float, int, int]] = []
     for node, path in enumerate(paths):
         if path.exists():
             for line in path.read_text().splitlines():
-                stamp, count = line.split()
+                stamp, count, _ = line.split()
                 events.append((float(stamp) - started, node, int(count)))
     latest: dict[int, int] = {}
     series = []

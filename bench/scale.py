@@ -6,7 +6,9 @@ For each size (demo shop releases; pages are ~1.1x releases) and mode: pages/s o
 (x stock when stock ran at that size), CPU ms per page, pages/s in each tenth of the crawl (by pages
 fetched) and the slowest of tenths 2-10 over the first (target >= 0.9), peak RSS of the crawler and of the
 store's writer (sampled from /proc every 0.5 s), RSS growth after the first minute (target: within
-10 %), and for the embedded frontier its file's bytes per seen URL. 1,000,000 is a valid size (it
+10 %) beside the blocks Python's allocator holds for objects (``sys.getallocatedblocks``, once a second
+in the crawler; the median of the crawl's last quarter over that of its second minute: flat while RSS
+grows means no object is kept, the allocator keeps its high-water mark), and for the embedded frontier its file's bytes per seen URL. 1,000,000 is a valid size (it
 takes hours on a small machine). ``--slow-store STALL/PERIOD`` reaches PostgreSQL through a proxy that
 freezes for STALL of every PERIOD seconds (``bench/slowstore.py``): the memory check with a store
 that cannot keep up; it applies to the PostgreSQL-store modes only. ``--store-delay SECONDS`` uses the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -57,12 +60,28 @@ def tenths(run: Run) -> list[float]:
     return [total / 10 / (b - a) if b > a else 0.0 for a, b in zip(marks, marks[1:])]
 
 
-def rss_growth(run: Run) -> str:
-    """Crawler RSS: highest after the first minute over the RSS at one minute."""
-    after = [crawler for at, crawler, _ in run.rss if at >= FIRST_MINUTE]
+def growth(series: list[tuple[float, int]]) -> str:
+    """Highest after the first minute over the value at one minute."""
+    after = [value for at, value in series if at >= FIRST_MINUTE]
     if len(after) < 2:
         return "n/a (< 1 min)"
     return f"{(max(after) / after[0] - 1) * 100:+.0f} %"
+
+
+def blocks_growth(run: Run) -> str:
+    """Python's allocated blocks in the last quarter of the crawl over the minute after the first (medians:
+    the blocks rise and fall by a fifth with the pages in flight, where RSS only keeps its highest)."""
+    end = run.blocks[-1][0] if run.blocks else 0.0
+    early = [blocks for at, blocks in run.blocks if FIRST_MINUTE <= at < 2 * FIRST_MINUTE]
+    late = [blocks for at, blocks in run.blocks if at >= max(2 * FIRST_MINUTE, end * 0.75)]
+    if not early or not late:
+        return "n/a (< 2 min)"
+    return f"{(statistics.median(late) / statistics.median(early) - 1) * 100:+.0f} %"
+
+
+def rss_growth(run: Run) -> str:
+    """Crawler RSS: highest after the first minute over the RSS at one minute."""
+    return growth([(at, crawler) for at, crawler, _ in run.rss])
 
 
 def row(run: Run, stock: Run | None) -> tuple[str, ...]:
@@ -74,11 +93,12 @@ def row(run: Run, stock: Run | None) -> tuple[str, ...]:
     per_url = f"{run.frontier_bytes / run.seen:.0f}" if run.seen else "-"
     return (run.mode.label, f"{run.pages:,}", f"{run.pages_per_second:.0f}{ratio}", f"{run.cpu_ms_per_page:.2f}",
             " ".join(f"{p:.0f}" for p in parts), slowest, f"{peak_crawler / 2**20:.0f}",
-            f"{peak_writer / 2**20:.0f}" if peak_writer else "-", rss_growth(run), per_url)
+            f"{peak_writer / 2**20:.0f}" if peak_writer else "-", rss_growth(run), blocks_growth(run), per_url)
 
 
 HEADER = ("mode", "pages", "pages/s (x stock)", "CPU ms/page", "pages/s per tenth of the crawl",
-          "slowest later tenth / first", "peak RSS MB", "writer MB", "RSS growth after 1 min", "frontier bytes/URL")
+          "slowest later tenth / first", "peak RSS MB", "writer MB", "RSS growth after 1 min",
+          "Python blocks, last quarter / 2nd minute", "frontier bytes/URL")
 
 
 def parse_sizes(text: str) -> list[int]:
