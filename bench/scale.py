@@ -60,14 +60,6 @@ def tenths(run: Run) -> list[float]:
     return [total / 10 / (b - a) if b > a else 0.0 for a, b in zip(marks, marks[1:])]
 
 
-def growth(series: list[tuple[float, int]]) -> str:
-    """Highest after the first minute over the value at one minute."""
-    after = [value for at, value in series if at >= FIRST_MINUTE]
-    if len(after) < 2:
-        return "n/a (< 1 min)"
-    return f"{(max(after) / after[0] - 1) * 100:+.0f} %"
-
-
 def blocks_growth(run: Run) -> str:
     """Python's allocated blocks in the last quarter of the crawl over the minute after the first (medians:
     the blocks rise and fall by a fifth with the pages in flight, where RSS only keeps its highest)."""
@@ -81,7 +73,10 @@ def blocks_growth(run: Run) -> str:
 
 def rss_growth(run: Run) -> str:
     """Crawler RSS: highest after the first minute over the RSS at one minute."""
-    return growth([(at, crawler) for at, crawler, _ in run.rss])
+    after = [crawler for at, crawler, _ in run.rss if at >= FIRST_MINUTE]
+    if len(after) < 2:
+        return "n/a (< 1 min)"
+    return f"{(max(after) / after[0] - 1) * 100:+.0f} %"
 
 
 def row(run: Run, stock: Run | None) -> tuple[str, ...]:

@@ -6,12 +6,19 @@ PostgreSQL unreachable, an invalid profile) as tracebacks, several times over. A
 :class:`~recordhound.exceptions.RecordhoundError` is a message written for the user: it is
 printed once, as ``error: ...``, and the exit code is 1. ``-s LOG_LEVEL=DEBUG`` still logs the
 traceback. Anything else keeps Scrapy's behaviour.
+
+A second Ctrl-C (SIGINT or SIGTERM) stops the reactor with the crawl still closing, maybe inside a
+call of the store's writer that a silent database holds: Python's exit would then join that call's
+thread and wait for it. The process leaves at once instead (``os._exit``, its log flushed), as a
+kill would; its writer process exits when it sees its crawler gone, and the pages not acked are
+fetched again by the next crawl.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +105,8 @@ class Command(ScrapyCrawl):
         self.crawler_process.start()
         discard_early()  # a writer started before the crawler and never taken (the crawl did not start)
         self.exitcode = self._exit_code(crawler)
+        if _still_closing(running):
+            _leave_now(self.exitcode)
 
     def _on_failure(self, failure: Failure) -> Failure | None:
         error = user_error(failure.value)
@@ -131,3 +140,19 @@ class Command(ScrapyCrawl):
         if unhealthy and not fatal:  # a crawl stopped on an error fails its checks too: one line says why
             print(f"error: the crawl failed its health checks: {unhealthy}", file=sys.stderr)
         return 1 if self._error or fatal or unhealthy or self.crawler_process.bootstrap_failed else 0
+
+
+def _still_closing(running: object) -> bool:
+    """The reactor stopped before the crawl finished (a second Ctrl-C during its close)."""
+    if isinstance(running, Deferred):
+        return not running.called
+    return isinstance(running, asyncio.Future) and not running.done()
+
+
+def _leave_now(code: int) -> None:
+    logger.warning("The reactor stopped before the crawl finished closing (a second Ctrl-C): leaving without "
+                   "waiting for its last calls; the pages it did not ack are fetched again by the next crawl")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

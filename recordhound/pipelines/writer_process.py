@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 DEATHS_PER_ITEM = 2  # an item alone that kills a new writer this many times in a row is rejected
 SLOW_CALL_SECONDS, STILL_SLOW_SECONDS = 10.0, 60.0  # a call this long is said, then again every STILL_SLOW_SECONDS
-DOING = {"open_source": "opening the crawl's source", "record_progress": "recording the crawl's progress",
+DOING = {"open_source": "opening the crawl's source", "record_progress": "recording the crawl's progress or end",
          "touch": "recording pages that answered 304"}  # a call's function → what a slow call is said to do
 
 
@@ -87,7 +87,7 @@ class WriterProcess:
         async with self._turn:
             assert self._executor is not None, "the writer was not started"
             try:
-                with _said_when_slow(DOING.get(function.__name__, function.__name__)):
+                with _said_when_slow(DOING.get(getattr(function, "__name__", ""), f"calling {function!r}")):
                     return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
             except BrokenExecutor:
                 self._restart()

@@ -186,3 +186,41 @@ def test_a_graceful_stop_while_the_source_opens_ends_the_crawl_once_and_loses_no
         assert _status(database_url) == "completed"
         assert [finished for finished, _ in _samples(database_url)].count(True) == 2, _samples(database_url)
         assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_a_second_ctrl_c_while_the_writer_is_stuck_leaves_at_once_and_loses_nothing(database_url: str,
+                                                                                      tmp_path: Path) -> None:
+    """A graceful stop waits for the store's writer; the second Ctrl-C must not. Before, the reactor
+    stopped and Python's exit then joined the writer's executor thread, which waited for the stuck
+    call: the node hung on (a third Ctrl-C too). Now it leaves at once, its writer follows it (it
+    exits when its crawler is gone), and the crawl resumed completes with nothing lost."""
+    with ShopProcess(40, seed=88) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = setup.start(name="forced", failpoints="store.opening_source=stop")
+        try:
+            writer = next(_each_stopped_writer(setup, node, "forced"))
+            wait_for_pages(shop, 10)
+            node.signal(signal.SIGINT)
+            _wait_logged(setup, node, "forced", "Closing spider (shutdown)")
+            node.signal(signal.SIGINT)
+            node.wait(20)
+        finally:
+            node.ensure_stopped()
+            os.kill(writer, signal.SIGCONT)  # it notices its crawler is gone and exits
+        log = setup.log("forced")
+        assert "forcing unclean shutdown" in log and "Traceback" not in log, log[-3000:]
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{writer}") and not _is_zombie(writer):
+            assert time.monotonic() < deadline, "the writer outlived its crawler"
+            time.sleep(0.1)
+        assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
+        assert _status(database_url) == "completed"
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
