@@ -150,9 +150,12 @@ def _still_closing(running: object) -> bool:
 
 
 def _leave_now(code: int) -> None:
-    logger.warning("The reactor stopped before the crawl finished closing (a second Ctrl-C): leaving without "
-                   "waiting for its last calls; the pages it did not ack are fetched again by the next crawl")
+    logger.warning("The reactor stopped before the crawl finished closing (a forced stop, or a stop while it "
+                   "opened): leaving without waiting for its last calls; what it did not ack is fetched again")
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: leaving all the same
+            pass
     os._exit(code)
