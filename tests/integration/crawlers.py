@@ -162,13 +162,18 @@ class Crawler:
         self.log.close()
 
 
-def is_stopped(pid: int) -> bool:
-    """Process ``pid`` is stopped by SIGSTOP (a ``stop`` crash point), its state in ``/proc``."""
+def process_state(pid: int) -> str | None:
+    """Process ``pid``'s state letter in ``/proc`` ("T" stopped, "Z" a zombie, ...); None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+            return stat.read().rsplit(")", 1)[1].split()[0]
     except OSError:
-        return False
+        return None
+
+
+def is_stopped(pid: int) -> bool:
+    """Process ``pid`` is stopped by SIGSTOP (a ``stop`` crash point)."""
+    return process_state(pid) == "T"
 
 
 def wait_nodes_out(nodes: list[Crawler], counts: Any, timeout: float = 240,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import Crawler, CrawlSetup, is_stopped, wait_for_pages
+from tests.integration.crawlers import Crawler, CrawlSetup, is_stopped, process_state, wait_for_pages
 from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
@@ -158,6 +158,21 @@ def _wait_logged(setup: CrawlSetup, node: Crawler, name: str, text: str, timeout
         time.sleep(0.05)
 
 
+def _stopping_while_the_source_opens(setup: CrawlSetup, shop: ShopProcess, name: str) -> tuple[Crawler, int]:
+    """A crawl whose writer froze at the source's opening, some pages fetched, then Ctrl-C: closing now.
+    The crawler and its frozen writer's pid (the caller continues it)."""
+    node = setup.start(name=name, failpoints="store.opening_source=stop")
+    try:
+        writer = next(_each_stopped_writer(setup, node, name))
+        wait_for_pages(shop, 10)
+        node.signal(signal.SIGINT)
+        _wait_logged(setup, node, name, "Closing spider (shutdown)")
+    except BaseException:
+        node.ensure_stopped()
+        raise
+    return node, writer
+
+
 def test_a_graceful_stop_while_the_source_opens_ends_the_crawl_once_and_loses_nothing(database_url: str,
                                                                                        tmp_path: Path) -> None:
     """Ctrl-C while the writer is still opening the source (frozen there; pages are fetched meanwhile
@@ -166,12 +181,8 @@ def test_a_graceful_stop_while_the_source_opens_ends_the_crawl_once_and_loses_no
     one end), exits 0; the crawl resumed completes."""
     with ShopProcess(40, seed=86) as shop:
         setup = CrawlSetup(tmp_path, shop.url, database_url)
-        node = setup.start(name="stopped", failpoints="store.opening_source=stop")
+        node, writer = _stopping_while_the_source_opens(setup, shop, "stopped")
         try:
-            writer = next(_each_stopped_writer(setup, node, "stopped"))
-            wait_for_pages(shop, 10)
-            node.signal(signal.SIGINT)
-            _wait_logged(setup, node, "stopped", "Closing spider (shutdown)")
             _wait_logged(setup, node, "stopped", "The store's writer has been opening the crawl's source for ")
             os.kill(writer, signal.SIGCONT)
             assert node.wait(60) == 0, setup.log("stopped")[-3000:]
@@ -196,12 +207,8 @@ def test_a_second_ctrl_c_while_the_writer_is_stuck_leaves_at_once_and_loses_noth
     exits when its crawler is gone), and the crawl resumed completes with nothing lost."""
     with ShopProcess(40, seed=88) as shop:
         setup = CrawlSetup(tmp_path, shop.url, database_url)
-        node = setup.start(name="forced", failpoints="store.opening_source=stop")
+        node, writer = _stopping_while_the_source_opens(setup, shop, "forced")
         try:
-            writer = next(_each_stopped_writer(setup, node, "forced"))
-            wait_for_pages(shop, 10)
-            node.signal(signal.SIGINT)
-            _wait_logged(setup, node, "forced", "Closing spider (shutdown)")
             node.signal(signal.SIGINT)
             node.wait(20)
         finally:
@@ -210,17 +217,10 @@ def test_a_second_ctrl_c_while_the_writer_is_stuck_leaves_at_once_and_loses_noth
         log = setup.log("forced")
         assert "forcing unclean shutdown" in log and "Traceback" not in log, log[-3000:]
         deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{writer}") and not _is_zombie(writer):
+        while process_state(writer) not in (None, "Z"):
             assert time.monotonic() < deadline, "the writer outlived its crawler"
             time.sleep(0.1)
         assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
         assert _status(database_url) == "completed"
         assert_crawl_matches_truth(setup, shop.truth())
 
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
