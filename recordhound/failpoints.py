@@ -5,7 +5,9 @@ Off unless the environment says otherwise (tests and ``bench/torture.py`` set it
     RECORDHOUND_FAILPOINTS="store.after_commit=kill@3,frontier.before_flush=kill"
 
 ``NAME=kill`` dies at the first time the step is reached, ``NAME=kill@N`` at the N-th;
-``NAME=stop[@N]`` freezes there with SIGSTOP instead (a test then kills or continues it).
+``NAME=stop[@N]`` freezes there with SIGSTOP instead (a test then kills or continues it);
+``NAME=hang[@N]`` holds the thread that reached the step for good, the rest of the process going on
+(a call that a silent database holds: in a thread writer, the crawler's writer thread).
 ``NAME=kill@/path`` dies every time the step is reached for a page whose URL ends with ``/path``
 (steps that name their page: ``spider.output_exhausted``, ``spider.item_settled``), in every run: a page that kills the crawler.
 It is an environment variable, not a Scrapy setting, because the steps run in several
@@ -64,8 +66,9 @@ def parse(spec: str) -> dict[str, tuple[str, int | str]]:
         action, _, nth = action.partition("@")
         if name not in POINTS:
             raise ConfigError(f"{ENV}: unknown crash point {name!r}; known: {', '.join(sorted(POINTS))}")
-        if action not in ("kill", "stop") or (nth and not nth.isdigit() and not nth.startswith("/")) or nth == "0":
-            raise ConfigError(f"{ENV}: {part!r} must be NAME=kill, NAME=stop, or either @N (N ≥ 1) or @/path")
+        if action not in ("kill", "stop", "hang") or (nth and not nth.isdigit() and not nth.startswith("/")) or nth == "0":
+            raise ConfigError(f"{ENV}: {part!r} must be NAME=kill, NAME=stop or NAME=hang, or one with @N (N ≥ 1) "
+                              "or @/path")
         plan[name] = (action, nth if nth.startswith("/") else int(nth or 1))
     return plan
 
@@ -91,6 +94,9 @@ def hit(name: str, page: str = "") -> None:
         return
     if action == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
+        return
+    if action == "hang":
+        threading.Event().wait()  # never set
         return
     if _also_kill is not None:
         os.kill(_also_kill, signal.SIGKILL)

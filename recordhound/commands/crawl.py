@@ -12,6 +12,11 @@ call of the store's writer that a silent database holds: Python's exit would the
 thread and wait for it. The process leaves at once instead (``os._exit``, its log flushed), as a
 kill would; its writer process exits when it sees its crawler gone, and the pages not acked are
 fetched again by the next crawl.
+
+A graceful stop (one Ctrl-C) that comes while the crawl's end is recorded also stops the reactor
+with the writer still in its call: Scrapy's stop completes the crawl's task beside the held close.
+That stop still waits for the writer's call to return (said every minute), then exits as usual; a
+second Ctrl-C leaves at once.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
@@ -31,7 +38,7 @@ from recordhound import preflight
 from recordhound.errors import FATAL_STAT
 from recordhound.exceptions import RecordhoundError
 from recordhound.extensions.health import HEALTH_STAT
-from recordhound.pipelines.writer_process import discard_early
+from recordhound.pipelines.writer_process import STILL_SLOW_SECONDS, busy, discard_early
 
 if TYPE_CHECKING:
     import argparse
@@ -105,8 +112,10 @@ class Command(ScrapyCrawl):
         self.crawler_process.start()
         discard_early()  # a writer started before the crawler and never taken (the crawl did not start)
         self.exitcode = self._exit_code(crawler)
+        if busy() and not _writer_waited():
+            _leave_now(self.exitcode, "the store's writer, in a call that has not returned")
         if _still_closing(running):
-            _leave_now(self.exitcode)
+            _leave_now(self.exitcode, "the crawl's last calls")
 
     def _on_failure(self, failure: Failure) -> Failure | None:
         error = user_error(failure.value)
@@ -149,9 +158,28 @@ def _still_closing(running: object) -> bool:
     return isinstance(running, asyncio.Future) and not running.done()
 
 
-def _leave_now(code: int) -> None:
+def _writer_waited() -> bool:
+    """The reactor stopped with a call of the store's writer running: wait for it unless the stop was a
+    forced one (Scrapy ignores further signals then) or a signal comes meanwhile. True if it returned."""
+    asked: list[int] = []
+    previous = [signal.signal(signum, lambda signum, _frame: asked.append(signum))
+                for signum in (signal.SIGINT, signal.SIGTERM)]
+    if signal.SIG_IGN in previous:  # a second signal reached Scrapy (before or after the reactor stopped)
+        return False
+    logger.warning("The crawl stopped while the store's writer is still in a call: waiting for it to return "
+                   "(a slow or unanswering product DB?); Ctrl-C again to leave at once")
+    said = began = time.monotonic()
+    while busy() and not asked:
+        time.sleep(0.05)
+        if time.monotonic() - said >= STILL_SLOW_SECONDS:
+            said = time.monotonic()
+            logger.warning("Still waiting for the store's writer (%d s); Ctrl-C again to leave at once", said - began)
+    return not asked
+
+
+def _leave_now(code: int, waiting: str) -> None:
     logger.warning("The reactor stopped before the crawl finished closing (a forced stop, or a stop while it "
-                   "opened): leaving without waiting for its last calls; what it did not ack is fetched again")
+                   "opened): leaving without waiting for %s; what it did not ack is fetched again", waiting)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

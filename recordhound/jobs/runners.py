@@ -69,12 +69,15 @@ def crawl_command(job: Job, overrides: list[tuple[str, str]]) -> list[str]:
 
 def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat,
               overrides: list[tuple[str, str]]) -> str:
-    """A local crawl process; SIGTERM when asked to stop (it returns its leases: resumable)."""
+    """A local crawl process; SIGTERM when asked to stop (it returns its leases: resumable). It runs in a
+    session of its own: a terminal's Ctrl-C reaches the worker alone, which stops the crawl once (in the
+    worker's process group, the crawl took that Ctrl-C as a first stop and the worker's SIGTERM as a
+    second, forced one)."""
     os.makedirs(LOG_DIR, exist_ok=True)
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings")}
     pages = FramePages(job, settings)
     process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     stopping = False
     try:
         while process.poll() is None:

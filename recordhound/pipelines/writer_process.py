@@ -76,7 +76,7 @@ class WriterProcess:
         executor = self._executor
         spawning = contextlib.nullcontext() if config.writer == "thread" else _spawning()
         with spawning:  # a child process is spawned by this submit
-            started = executor.submit(worker.ready)
+            started = _tracked(executor.submit(worker.ready))
         self._process = next(iter((getattr(executor, "_processes", None) or {}).values()), None)
         self._started = started
         started.add_done_callback(lambda done: self._start_failed(done, executor))
@@ -88,7 +88,7 @@ class WriterProcess:
             assert self._executor is not None, "the writer was not started"
             try:
                 with _said_when_slow(DOING.get(getattr(function, "__name__", ""), f"calling {function!r}")):
-                    return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+                    return await _run(self._executor, function, *args)
             except BrokenExecutor:
                 self._restart()
                 raise
@@ -117,10 +117,10 @@ class WriterProcess:
         return written
 
     async def _submit(self, source_id: int, items: list[Release]) -> BatchResult:
-        loop, executor = asyncio.get_running_loop(), self._executor
+        executor = self._executor
         assert executor is not None, "the writer was not started"
         if not isinstance(executor, ProcessPoolExecutor):
-            written = await loop.run_in_executor(executor, worker.write, source_id, items)
+            written = await _run(executor, worker.write, source_id, items)
             assert written is not None
             return written
         items = [plain(item) for item in items]
@@ -128,9 +128,9 @@ class WriterProcess:
             batch: bytes | None = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)  # what the executor did
         except Exception:  # noqa: BLE001 - whatever pickling raises: the items are told apart below
             batch = None
-        written = await loop.run_in_executor(executor, worker.write, source_id, batch) if batch else None
+        written = await _run(executor, worker.write, source_id, batch) if batch else None
         if written is None:  # one of them cannot be pickled here or read there: item by item
-            written = await loop.run_in_executor(executor, worker.write_each, source_id, _one_by_one(items))
+            written = await _run(executor, worker.write_each, source_id, _one_by_one(items))
         return written
 
     async def _one_at_a_time(self, source_id: int, items: list[Release]) -> BatchResult:
@@ -152,16 +152,15 @@ class WriterProcess:
                     f"the store's writer process died writing it ({why}), {DEATHS_PER_ITEM} times alone in a new "
                     "writer, which then survived a test write")))
         if fatal:
-            loop = asyncio.get_running_loop()
             try:  # the items' doing, or the writer's whatever it writes (memory, the system)?
-                await loop.run_in_executor(self._executor, worker.probe, source_id)
+                await _run(self._executor, worker.probe, source_id)
             except BrokenExecutor:
                 why, _ = self._restart()
                 logger.error("The database writer process dies whatever it writes (%s), a test write too: "
                              "no item is rejected, the batch waits as in an outage", why)
                 raise BrokenProcessPool(f"the database writer process dies whatever it writes ({why})") from None
             try:
-                total.add(await loop.run_in_executor(self._executor, worker.reject, source_id, fatal))
+                total.add(await _run(self._executor, worker.reject, source_id, fatal))
             except BrokenExecutor:
                 self._restart()  # the batch is retried (a rejection is idempotent)
                 raise
@@ -212,6 +211,27 @@ class WriterProcess:
 
 
 _early: WriterProcess | None = None  # started by `scrapy crawl` before Scrapy builds its crawler
+_in_flight: set[Future[Any]] = set()  # the writers' calls that have not returned (``busy``)
+
+
+def _run(executor: Executor | None, function: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    """``function(*args)`` in the writer, awaitable (``loop.run_in_executor``), and counted as in flight
+    until it returns."""
+    assert executor is not None, "the writer was not started"
+    return asyncio.wrap_future(_tracked(executor.submit(function, *args)))
+
+
+def _tracked(running: Future[T]) -> Future[T]:
+    _in_flight.add(running)
+    running.add_done_callback(_in_flight.discard)
+    return running
+
+
+def busy() -> bool:
+    """A call of a writer has not returned. Once the reactor stopped (a forced stop), nothing awaits it, but
+    Python's exit would join its thread (the writer's, or the one that reads a writer process's replies)
+    and wait for it, for as long as a silent database holds it: ``scrapy crawl`` leaves at once instead."""
+    return any(not running.done() for running in list(_in_flight))
 
 
 def start_early(config: StoreConfig, review: ReviewConfig, trusted: bool) -> None:

@@ -19,6 +19,7 @@ import pytest
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.truth import build_truth
+from tests.integration.crawlers import wait_for_pages
 from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
 from tests.services import TRUSTED, PostgresDatabase
 
@@ -129,3 +130,32 @@ def test_a_crawl_job_ends_with_the_frontier_s_final_counts_not_a_reading_from_th
     [crawl] = json.loads(status.stdout)
     assert crawl["queued"] == 0 and crawl["done"] > RELEASES, crawl
     assert (job["status"], job["progress"]) == ("done", {"done": crawl["done"], "total": crawl["done"], "unit": "pages"})
+
+
+def test_ctrl_c_at_a_worker_stops_its_crawl_once_gracefully_and_the_job_resumes(tmp_path: Path, database: str) -> None:
+    """A terminal's Ctrl-C reaches the worker's whole process group. Before, the crawl (in the worker's
+    group) took it as a first stop and the worker's SIGTERM as a second, forced one: no lease returned,
+    the crawl's close cut short. The crawl now runs in a session of its own and gets one stop, from the
+    worker: it returns its leases and ends as interrupted; the job waits, and a worker resumes it."""
+    with ShopProcess(RELEASES, seed=SEED, throttle=("--rate", "40")) as shop:
+        assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+        worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
+                                  env=_env(database), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        try:
+            wait_for_pages(shop, 40)
+            os.killpg(worker.pid, signal.SIGINT)  # as a terminal does
+            _, stderr = worker.communicate(timeout=120)
+        finally:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+        [job] = _jobs(tmp_path, database)
+        assert job["status"] == "queued" and "Traceback" not in stderr, (job, stderr[-3000:])
+        log = (tmp_path / ".recordhound" / "logs" / f"job-{job['id']}.log").read_text()
+        assert "shutting down gracefully" in log and "forcing unclean shutdown" not in log, log[-3000:]
+        assert "Frontier closed (shutdown)" in log, log[-3000:]  # its leases returned
+        ran = _cli(tmp_path, database, "worker", "--once", *TRUSTED)
+        assert ran.returncode == 0 and _jobs(tmp_path, database)[0]["status"] == "done", ran.stderr[-3000:]
+        assert_product_db_matches(database, shop.truth())
+        assert_ids_consecutive(database)

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from recordhound.demo.process import ShopProcess
-from tests.integration.crawlers import Crawler, CrawlSetup, is_stopped, process_state, wait_for_pages
+from tests.integration.crawlers import (Crawler, CrawlSetup, is_stopped, process_state, product_store_opened,
+                                       wait_for_pages)
 from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
@@ -224,3 +225,71 @@ def test_a_second_ctrl_c_while_the_writer_is_stuck_leaves_at_once_and_loses_noth
         assert _status(database_url) == "completed"
         assert_crawl_matches_truth(setup, shop.truth())
 
+
+
+
+
+def _stopping_while_the_end_is_recorded(setup: CrawlSetup, name: str, failpoint: str, *settings: str) -> Crawler:
+    """A crawl that finished, its writer held in recording the crawl's end after its commit, then
+    Ctrl-C: the crawl stopped, waiting for the writer's call to return."""
+    node = setup.start(*settings, name=name, failpoints=f"store.end_recorded={failpoint}")
+    try:
+        deadline = time.monotonic() + 120
+        while not product_store_opened(setup.database_url) or not any(f for f, _ in _samples(setup.database_url)):
+            assert node.process.poll() is None and time.monotonic() < deadline, setup.log(name)[-3000:]
+            time.sleep(0.1)
+        node.signal(signal.SIGINT)
+        _wait_logged(setup, node, name, "The crawl stopped while the store's writer is still in a call")
+    except BaseException:
+        node.ensure_stopped()
+        raise
+    return node
+
+
+@pytest.mark.parametrize("writer_mode", ["process", "thread"])
+def test_a_second_ctrl_c_while_the_crawl_s_end_is_recorded_leaves_at_once_and_loses_nothing(
+        writer_mode: str, database_url: str, tmp_path: Path) -> None:
+    """The crawl has finished, and its writer (a child process, or a thread of the crawler) is held
+    for good in the call that records the crawl's end, after its commit. Ctrl-C: the graceful stop
+    completes the crawl's task and stops the reactor beside the held close; before, Python's exit then
+    joined the writer's call and the node hung, a second Ctrl-C too. Now the first waits and says so,
+    the second leaves at once, a writer process follows its crawler out, and the crawl resumed completes."""
+    with ShopProcess(40, seed=89) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = _stopping_while_the_end_is_recorded(setup, "forced", "hang", f"RECORDHOUND_STORE_WRITER={writer_mode}")
+        try:
+            writers = node.children()
+            time.sleep(1)
+            assert node.process.poll() is None, "a graceful stop waits for the writer's call"
+            node.signal(signal.SIGINT)
+            node.wait(20)
+        finally:
+            node.ensure_stopped()
+        log = setup.log("forced")
+        assert "leaving without waiting for the store's writer" in log and "Traceback" not in log, log[-3000:]
+        assert bool(writers) == (writer_mode == "process"), writers  # the writer (and the resource tracker)
+        deadline = time.monotonic() + 10
+        while any(process_state(pid) not in (None, "Z") for pid in writers):
+            assert time.monotonic() < deadline, "the writer outlived its crawler"
+            time.sleep(0.1)
+        assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
+        assert _status(database_url) == "completed"
+        assert_crawl_matches_truth(setup, shop.truth())
+
+
+def test_a_graceful_stop_while_the_crawl_s_end_is_recorded_waits_for_it(database_url: str, tmp_path: Path) -> None:
+    """Ctrl-C while the writer is slow to answer the call that records the crawl's end (frozen after
+    its commit): the crawl waits for the call, then exits 0 as usual (before, the same wait, unsaid)."""
+    with ShopProcess(40, seed=90) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, database_url)
+        node = _stopping_while_the_end_is_recorded(setup, "stopped", "stop")
+        try:
+            writer = next(pid for pid in node.children() if is_stopped(pid))
+            os.kill(writer, signal.SIGCONT)
+            assert node.wait(30) == 0, setup.log("stopped")[-3000:]
+        finally:
+            node.ensure_stopped()
+        assert "Traceback" not in setup.log("stopped") and "leaving without" not in setup.log("stopped")
+        assert _status(database_url) == "completed"
+        assert [finished for finished, _ in _samples(database_url)].count(True) == 1, _samples(database_url)
+        assert_crawl_matches_truth(setup, shop.truth())
