@@ -29,7 +29,7 @@ from scrapy import Request, Spider
 
 from recordhound.config import FrontierConfig
 from recordhound.errors import record_error, stop_crawl
-from recordhound.frontier import engine_access, registry, serialize
+from recordhound.frontier import closing, engine_access, registry, serialize
 from recordhound.frontier.backend import Entry, Failure, FrontierBackend, Lease, Leased, Recheck
 from recordhound.frontier.hostgate import HostGate
 from recordhound.frontier.leasebook import Held, LeaseBook
@@ -99,27 +99,9 @@ class FrontierScheduler:
         registry.register(self.crawler, self)
         self.upkeep.start(crawl)
 
-    def close(self, reason: str) -> None:
-        self.upkeep.stop()
-        if self.gate is not None:
-            self.gate.close()
-        if self.backend is None or self.phase == "new":
-            return  # opening failed: nothing of ours to write back
-        try:
-            if self.phase == "broken":
-                return  # leases come back when this node restarts (or they expire)
-            self.flush()
-            self.outcomes.forget()
-            released = self.backend.release(self.book.clear())  # a graceful return: no attempt counted
-            self.inc("released", released)
-            counts = self.backend.counts()
-            if reason == "finished" and counts.drained:
-                self.backend.set_status("completed")
-            self.backend.leave(self.node, self.token)
-            logger.info("Frontier closed (%s): %d unstarted leases returned; %d queued, %d done, %d failed",
-                        reason, released, counts.queued, counts.done, counts.failed)
-        finally:
-            self.backend.close()
+    def close(self, reason: str) -> Deferred[None] | None:
+        """The node leaves the crawl (``closing.py``); a Deferred while the store is unreachable."""
+        return closing.leave(self, reason)
 
     # --- the Scrapy scheduler interface -----------------------------------------------
 

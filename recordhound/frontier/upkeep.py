@@ -125,10 +125,7 @@ class Upkeep:
         if recovering:
             if not s.outage.due():
                 return
-            s.backend.probe()  # a real round trip, or the outage goes on
-            # an outage longer than the lease: renew what this process holds before anyone, this node
-            # included, returns it as expired (what another node took already is gone)
-            s.backend.renew(s.node, self._held(), s.config.lease_seconds)
+            self.reach_again()
         s.flush()  # outcomes first: a lease whose ack is written is not the store's to return
         now = time.monotonic()
         if now - self._clock["reclaim"] >= RECLAIM_EVERY_SECONDS:
@@ -147,6 +144,15 @@ class Upkeep:
         self._fail_orphans()
         if s.policy.follow:
             self._follow(now)
+
+    def reach_again(self) -> None:
+        """After an outage: a real round trip (or the outage goes on), then, for an outage longer than
+        the lease, what this process holds renewed before anyone, this node included, returns it as
+        expired (what another node took already is gone)."""
+        s = self.s
+        assert s.backend is not None
+        s.backend.probe()
+        s.backend.renew(s.node, self._held(), s.config.lease_seconds)
 
     def _renewer_found_gone(self) -> bool:
         return self._renewer is not None and self._renewer.take_gone()

@@ -17,8 +17,8 @@ from recordhound.demo.process import ShopProcess
 from recordhound.frontier.backend import Entry
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.review.docstore import RedisDocStore, ReviewStoreError
-from tests.integration.crawlers import CrawlSetup, wait_for_pages
-from tests.integration.truthcheck import assert_crawl_matches_truth
+from tests.integration.crawlers import Crawler, CrawlSetup, wait_for_pages
+from tests.integration.truthcheck import assert_crawl_matches_truth, assert_frontier_clean
 from tests.redisserver import RedisServer
 from tests.services import run_crawl
 
@@ -158,6 +158,7 @@ def test_a_graceful_stop_while_redis_is_full_waits_for_it_and_loses_nothing(tmp_
             while "Frontier backend failed" not in setup.log("crawl"):
                 assert crawler.process.poll() is None and time.monotonic() < deadline, setup.log("crawl")[-3000:]
                 time.sleep(0.05)
+            time.sleep(2)  # the pages in flight settled: the close goes straight to the frontier's write-back
             crawler.signal(signal.SIGINT)
             time.sleep(3)
             assert crawler.process.poll() is None, "the node left while its acks could not be written"
@@ -168,5 +169,52 @@ def test_a_graceful_stop_while_redis_is_full_waits_for_it_and_loses_nothing(tmp_
             crawler.ensure_stopped()
         log = setup.log("crawl")
         assert "Traceback" not in log and "cannot fix" not in log, log[-3000:]
+        assert "Frontier closed (shutdown)" in log, log[-3000:]  # its acks written, its leases returned
         assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
         assert_crawl_matches_truth(setup, shop.truth())
+
+
+
+def test_a_graceful_stop_with_no_item_waiting_while_redis_is_full_waits_for_it(tmp_path: Path,
+                                                                               server: RedisServer) -> None:
+    """Ctrl-C while Redis refuses writes and no item waits for it (here the store is off: the items
+    are passed on, nothing stored), so the close goes straight to the frontier's write-back with acks
+    and new requests to write. Before, that write was refused and raised out of the scheduler's close
+    ("Scheduler close failure", a traceback; the leases left to expire, the node still registered):
+    a graceful stop during an outage waited only when an item happened to wait for Redis too. Now the
+    close waits for room, writes, returns its leases and leaves the crawl; resumed, the crawl
+    completes with every page done and only the shop's fault pages failed."""
+    with ShopProcess(60, seed=91) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, "sqlite:///" + str(tmp_path / "unused.sqlite3"), server.url)
+        crawler = setup.start("RECORDHOUND_STORE_ENABLED=false", name="crawl",
+                              failpoints="frontier.before_flush=stop@3")
+        try:
+            crawler.wait_frozen()  # acks and new requests in its buffer, about to be written
+            _fill(server)
+            crawler.signal(signal.SIGINT)  # taken when it goes on: at once, the write then refused
+            crawler.signal(signal.SIGCONT)
+            _wait_logged(setup, crawler, "Closing spider (shutdown)")
+            time.sleep(3)
+            assert crawler.process.poll() is None, "the node left without writing its close"
+            _empty(server)
+            assert crawler.wait(120) == 0, setup.log("crawl")[-3000:]
+        finally:
+            _empty(server)
+            crawler.ensure_stopped()
+        log = setup.log("crawl")
+        assert "Traceback" not in log and "Scheduler close failure" not in log, log[-3000:]
+        assert "Frontier closed (shutdown)" in log, log[-3000:]
+        backend = setup.backend()
+        try:
+            assert not backend.nodes() and not backend.counts().leased_total, "the node left the crawl, leases returned"
+        finally:
+            backend.close()
+        assert setup.start("RECORDHOUND_STORE_ENABLED=false", name="resumed").wait(300) == 0, setup.log("resumed")
+        assert_frontier_clean(setup, shop.truth())
+
+
+def _wait_logged(setup: CrawlSetup, crawler: Crawler, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in setup.log("crawl"):
+        assert crawler.process.poll() is None and time.monotonic() < deadline, setup.log("crawl")[-3000:]
+        time.sleep(0.05)

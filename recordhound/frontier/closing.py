@@ -1,0 +1,99 @@
+"""A node leaves the crawl at its close: its last outcomes written, its unstarted leases returned (a
+graceful return: no attempt counted), the crawl marked completed when it drained, the node out of the
+crawl's registry.
+
+A store that refuses or cannot be reached then (Redis full, restarting, failing over) is an outage,
+as it is mid-crawl: the close waits for it and says so, trying again with the outage's backoff, after
+a real round trip and with what the node holds renewed first (``Upkeep.reach_again``). Before, the
+first refused write raised out of the scheduler's close whenever no item was left to wait for the
+store (Scrapy logged "Scheduler close failure" with a traceback): the leases were left to expire and
+the node stayed registered. A second Ctrl-C stops the reactor under the wait and the process leaves
+at once (``commands/crawl.py``); its leases then expire and what it did not ack is fetched again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from twisted.internet import task
+from twisted.internet.defer import Deferred, inlineCallbacks
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from recordhound.frontier.scheduler import FrontierScheduler
+
+logger = logging.getLogger(__name__)
+WAIT_SECONDS = 0.1  # how often a waiting close looks whether the outage's backoff has passed
+
+
+def leave(s: FrontierScheduler, reason: str) -> Deferred[None] | None:
+    """Close ``s``'s part of the crawl now, or (the store unreachable) a Deferred fired once it could."""
+    s.upkeep.stop()
+    if s.gate is not None:
+        s.gate.close()
+    backend = s.backend
+    if backend is None or s.phase == "new":
+        return None  # opening failed: nothing of ours to write back
+    try:
+        left = s.phase == "broken" or _written_back(s, reason)  # broken: leases come back at restart (or expire)
+    except BaseException:
+        backend.close()
+        raise
+    if left:
+        backend.close()
+        return None
+    logger.warning("Closing (%s): the frontier store does not take this node's last writes; waiting for it "
+                   "(%d outcomes and %d new requests to write, %d leases to return; Ctrl-C again to leave them: "
+                   "the leases expire and the pages not acked are fetched again)",
+                   reason, s.buffer.outcomes, len(s.buffer.entries), len(s.book))
+    return _written_back_later(s, reason)
+
+
+@inlineCallbacks
+def _written_back_later(s: FrontierScheduler, reason: str) -> Generator[Deferred[None], None, None]:
+    from twisted.internet import reactor
+
+    assert s.backend is not None
+    try:
+        while not _written_back(s, reason):
+            yield task.deferLater(reactor, WAIT_SECONDS, lambda: None)
+    finally:
+        s.backend.close()
+
+
+def _written_back(s: FrontierScheduler, reason: str) -> bool:
+    """Write the close; False when the store is down (tried again once the outage's backoff passed).
+    Any error other than an outage raises (Scrapy logs it as a failed close)."""
+    assert s.backend is not None
+    try:
+        if s.outage.down:
+            if not s.outage.due():
+                return False
+            s.upkeep.reach_again()
+        _write_back(s, reason)
+    except Exception as exc:  # the backend's client raises its own error types
+        if not s.backend.is_transient(exc):
+            raise
+        s.inc("backend_errors")
+        s.outage.failed(exc)
+        return False
+    s.outage.recovered()
+    return True
+
+
+def _write_back(s: FrontierScheduler, reason: str) -> None:
+    """Each step may be tried again after an outage: the book is cleared only once its leases were returned."""
+    assert s.backend is not None
+    s.flush()
+    s.outcomes.forget()
+    released = s.backend.release(s.book.leases())
+    s.book.clear()
+    s.inc("released", released)
+    counts = s.backend.counts()
+    if reason == "finished" and counts.drained:
+        s.backend.set_status("completed")
+    s.backend.leave(s.node, s.token)
+    logger.info("Frontier closed (%s): %d unstarted leases returned; %d queued, %d done, %d failed",
+                reason, released, counts.queued, counts.done, counts.failed)
