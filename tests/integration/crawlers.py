@@ -222,10 +222,15 @@ def wait_for_pages(shop: Any, at_least: int, timeout: float = 60) -> int:
 
 def wait_joined(setup: CrawlSetup, name: str, node: Crawler, timeout: float = 90) -> None:
     """Until the crawler started as ``name`` has joined the crawl (its frontier logged what it found)."""
+    wait_logged(setup, name, node, " for crawl 'demo', node ", timeout)
+
+
+def wait_logged(setup: CrawlSetup, name: str, node: Crawler, text: str, timeout: float = 60) -> None:
+    """Until the log of the crawler started as ``name`` holds ``text`` (fails if it exits first)."""
     deadline = time.monotonic() + timeout
-    while " for crawl 'demo', node " not in setup.log(name):
-        assert time.monotonic() < deadline and node.process.poll() is None, setup.log(name)[-2500:]
-        time.sleep(0.05)
+    while text not in setup.log(name):
+        assert time.monotonic() < deadline and node.process.poll() is None, setup.log(name)[-3000:]
+        time.sleep(0.02)
 
 
 def product_store_opened(database_url: str) -> bool:

@@ -17,7 +17,7 @@ from recordhound.demo.process import ShopProcess
 from recordhound.frontier.backend import Entry
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.review.docstore import RedisDocStore, ReviewStoreError
-from tests.integration.crawlers import Crawler, CrawlSetup, wait_for_pages
+from tests.integration.crawlers import Crawler, CrawlSetup, wait_for_pages, wait_logged
 from tests.integration.truthcheck import assert_crawl_matches_truth, assert_frontier_clean
 from tests.redisserver import RedisServer
 from tests.services import run_crawl
@@ -154,25 +154,14 @@ def test_a_graceful_stop_while_redis_is_full_waits_for_it_and_loses_nothing(tmp_
         try:
             wait_for_pages(shop, 150)
             _fill(server)
-            deadline = time.monotonic() + 60
-            while "Frontier backend failed" not in setup.log("crawl"):
-                assert crawler.process.poll() is None and time.monotonic() < deadline, setup.log("crawl")[-3000:]
-                time.sleep(0.05)
-            time.sleep(2)  # the pages in flight settled: the close goes straight to the frontier's write-back
+            wait_logged(setup, "crawl", crawler, "Frontier backend failed")
             crawler.signal(signal.SIGINT)
-            time.sleep(3)
-            assert crawler.process.poll() is None, "the node left while its acks could not be written"
-            _empty(server)
-            assert crawler.wait(120) == 0, setup.log("crawl")[-3000:]
+            _waits_for_room_then_closes(setup, crawler, server)
         finally:
             _empty(server)
             crawler.ensure_stopped()
-        log = setup.log("crawl")
-        assert "Traceback" not in log and "cannot fix" not in log, log[-3000:]
-        assert "Frontier closed (shutdown)" in log, log[-3000:]  # its acks written, its leases returned
         assert setup.start(name="resumed").wait(300) == 0, setup.log("resumed")[-3000:]
         assert_crawl_matches_truth(setup, shop.truth())
-
 
 
 def test_a_graceful_stop_with_no_item_waiting_while_redis_is_full_waits_for_it(tmp_path: Path,
@@ -193,17 +182,10 @@ def test_a_graceful_stop_with_no_item_waiting_while_redis_is_full_waits_for_it(t
             _fill(server)
             crawler.signal(signal.SIGINT)  # taken when it goes on: at once, the write then refused
             crawler.signal(signal.SIGCONT)
-            _wait_logged(setup, crawler, "Closing spider (shutdown)")
-            time.sleep(3)
-            assert crawler.process.poll() is None, "the node left without writing its close"
-            _empty(server)
-            assert crawler.wait(120) == 0, setup.log("crawl")[-3000:]
+            _waits_for_room_then_closes(setup, crawler, server)
         finally:
             _empty(server)
             crawler.ensure_stopped()
-        log = setup.log("crawl")
-        assert "Traceback" not in log and "Scheduler close failure" not in log, log[-3000:]
-        assert "Frontier closed (shutdown)" in log, log[-3000:]
         backend = setup.backend()
         try:
             assert not backend.nodes() and not backend.counts().leased_total, "the node left the crawl, leases returned"
@@ -213,8 +195,15 @@ def test_a_graceful_stop_with_no_item_waiting_while_redis_is_full_waits_for_it(t
         assert_frontier_clean(setup, shop.truth())
 
 
-def _wait_logged(setup: CrawlSetup, crawler: Crawler, text: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in setup.log("crawl"):
-        assert crawler.process.poll() is None and time.monotonic() < deadline, setup.log("crawl")[-3000:]
-        time.sleep(0.05)
+def _waits_for_room_then_closes(setup: CrawlSetup, crawler: Crawler, server: RedisServer) -> None:
+    """Stopped (Ctrl-C sent) while Redis is full: the node is still there 3 s into its close (its writes
+    refused), then exits 0 once Redis has room, its frontier closed as usual (acks written, leases
+    returned), no traceback."""
+    wait_logged(setup, "crawl", crawler, "Closing spider (shutdown)")
+    time.sleep(3)
+    assert crawler.process.poll() is None, "the node left while its writes were refused"
+    _empty(server)
+    assert crawler.wait(120) == 0, setup.log("crawl")[-3000:]
+    log = setup.log("crawl")
+    assert "Traceback" not in log and "cannot fix" not in log and "Scheduler close failure" not in log, log[-3000:]
+    assert "Frontier closed (shutdown)" in log, log[-3000:]

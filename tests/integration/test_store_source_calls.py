@@ -19,7 +19,7 @@ import pytest
 
 from recordhound.demo.process import ShopProcess
 from tests.integration.crawlers import (Crawler, CrawlSetup, is_stopped, process_state, product_store_opened,
-                                       wait_for_pages)
+                                       wait_for_pages, wait_logged)
 from tests.integration.dbcheck import ProductDb
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
@@ -112,10 +112,7 @@ def test_postgresql_away_while_the_source_opens_delays_the_crawl_s_store_only(tm
             writer = next(_each_stopped_writer(setup, node, "crawl"))
             database.lock_out()
             os.kill(writer, signal.SIGCONT)
-            deadline = time.monotonic() + 60
-            while "Could not open the crawl's source" not in setup.log("crawl"):
-                assert node.process.poll() is None and time.monotonic() < deadline, setup.log("crawl")[-3000:]
-                time.sleep(0.05)
+            wait_logged(setup, "crawl", node, "Could not open the crawl's source")
             time.sleep(2)
             database.let_in()
             assert node.wait(120) == 0, setup.log("crawl")[-3000:]
@@ -152,13 +149,6 @@ def test_a_lost_reply_tried_again_after_another_node_wrote_records_nothing_twice
             setup.cleanup()
 
 
-def _wait_logged(setup: CrawlSetup, node: Crawler, name: str, text: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in setup.log(name):
-        assert node.process.poll() is None and time.monotonic() < deadline, setup.log(name)[-3000:]
-        time.sleep(0.05)
-
-
 def _stopping_while_the_source_opens(setup: CrawlSetup, shop: ShopProcess, name: str) -> tuple[Crawler, int]:
     """A crawl whose writer froze at the source's opening, some pages fetched, then Ctrl-C: closing now.
     The crawler and its frozen writer's pid (the caller continues it)."""
@@ -167,7 +157,7 @@ def _stopping_while_the_source_opens(setup: CrawlSetup, shop: ShopProcess, name:
         writer = next(_each_stopped_writer(setup, node, name))
         wait_for_pages(shop, 10)
         node.signal(signal.SIGINT)
-        _wait_logged(setup, node, name, "Closing spider (shutdown)")
+        wait_logged(setup, name, node, "Closing spider (shutdown)")
     except BaseException:
         node.ensure_stopped()
         raise
@@ -184,7 +174,7 @@ def test_a_graceful_stop_while_the_source_opens_ends_the_crawl_once_and_loses_no
         setup = CrawlSetup(tmp_path, shop.url, database_url)
         node, writer = _stopping_while_the_source_opens(setup, shop, "stopped")
         try:
-            _wait_logged(setup, node, "stopped", "The store's writer has been opening the crawl's source for ")
+            wait_logged(setup, "stopped", node, "The store's writer has been opening the crawl's source for ")
             os.kill(writer, signal.SIGCONT)
             assert node.wait(60) == 0, setup.log("stopped")[-3000:]
         finally:
@@ -239,7 +229,7 @@ def _stopping_while_the_end_is_recorded(setup: CrawlSetup, name: str, failpoint:
             assert node.process.poll() is None and time.monotonic() < deadline, setup.log(name)[-3000:]
             time.sleep(0.1)
         node.signal(signal.SIGINT)
-        _wait_logged(setup, node, name, "The crawl stopped while the store's writer is still in a call")
+        wait_logged(setup, name, node, "The crawl stopped while the store's writer is still in a call")
     except BaseException:
         node.ensure_stopped()
         raise

@@ -28,7 +28,7 @@ from recordhound.demo.process import ShopProcess
 from recordhound.items import Offer, Release
 from recordhound.pipelines.store import StorePipeline
 from recordhound.sources import load_profile
-from tests.integration.crawlers import Crawler, CrawlSetup
+from tests.integration.crawlers import Crawler, CrawlSetup, wait_logged
 from tests.integration.truthcheck import assert_crawl_matches_truth
 
 
@@ -178,10 +178,7 @@ def test_kill_9_while_the_writer_starts_leaves_no_writer_behind_and_loses_nothin
         setup = CrawlSetup(tmp_path, shop.url, database_url)
         node = setup.start(name="killed")
         try:
-            deadline = time.monotonic() + 120
-            while "Storing items of source" not in setup.log("killed"):
-                assert node.process.poll() is None and time.monotonic() < deadline, setup.log("killed")[-3000:]
-                time.sleep(0.02)
+            wait_logged(setup, "killed", node, "Storing items of source", 120)
             assert node.children(), "the writer was started when the store opened"
             assert node.kill() == [], "a writer outlived its crawler by 10 s"
         finally:
