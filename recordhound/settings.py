@@ -65,6 +65,7 @@ EXTENSIONS = {
     # no DEBUG record per page or item when no log handler would take it (extensions/lean.py)
     "recordhound.extensions.lean.UnheardDebugRecords": 100,
     "recordhound.extensions.backends.BackendsBanner": 400,  # says which frontier, store, review queue
+    "recordhound.extensions.whole_close.WholeClose": 420,  # a stop during a close waits for it to end
     "recordhound.extensions.progress.CrawlProgress": 450,  # off unless RECORDHOUND_PROGRESS_SECONDS
     "recordhound.extensions.summary.CrawlSummary": 500,
     "spidermon.contrib.scrapy.extensions.Spidermon": 510,

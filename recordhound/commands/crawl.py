@@ -9,14 +9,10 @@ traceback. Anything else keeps Scrapy's behaviour.
 
 A second Ctrl-C (SIGINT or SIGTERM) stops the reactor with the crawl still closing, maybe inside a
 call of the store's writer that a silent database holds: Python's exit would then join that call's
-thread and wait for it. The process leaves at once instead (``os._exit``, its log flushed), as a
-kill would; its writer process exits when it sees its crawler gone, and the pages not acked are
-fetched again by the next crawl.
-
-A graceful stop (one Ctrl-C) that comes while the crawl's end is recorded also stops the reactor
-with the writer still in its call: Scrapy's stop completes the crawl's task beside the held close.
-That stop still waits for the writer's call to return (said every minute), then exits as usual; a
-second Ctrl-C leaves at once.
+thread and wait for it (before, the node hung on). The process leaves at once instead (``os._exit``,
+its log flushed), as a kill would; its writer process exits when it sees its crawler gone, and the
+pages not acked are fetched again by the next crawl. (A first stop that comes during a close waits
+for that close: ``extensions/whole_close.py``.)
 """
 
 from __future__ import annotations
@@ -24,9 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
@@ -38,7 +32,10 @@ from recordhound import preflight
 from recordhound.errors import FATAL_STAT
 from recordhound.exceptions import RecordhoundError
 from recordhound.extensions.health import HEALTH_STAT
-from recordhound.pipelines.writer_process import STILL_SLOW_SECONDS, busy, discard_early
+from recordhound.extensions.whole_close import closing
+from recordhound.jobs import orphans
+from recordhound.pipelines.writer_calls import busy
+from recordhound.pipelines.writer_process import discard_early
 
 if TYPE_CHECKING:
     import argparse
@@ -103,6 +100,7 @@ class Command(ScrapyCrawl):
             self._report(self._preflight, self._preflight)
             self.exitcode = 1
             return
+        orphans.watch_worker()  # a crawl that `recordhound worker` started stops when the worker is gone
         crawler = self._create_crawler(args[0])
         running = self.crawler_process.crawl(crawler, **opts.spargs)
         if isinstance(running, Deferred):
@@ -112,9 +110,9 @@ class Command(ScrapyCrawl):
         self.crawler_process.start()
         discard_early()  # a writer started before the crawler and never taken (the crawl did not start)
         self.exitcode = self._exit_code(crawler)
-        if busy() and not _writer_waited():
+        if busy():
             _leave_now(self.exitcode, "the store's writer, in a call that has not returned")
-        if _still_closing(running):
+        if _still_closing(running) or closing(crawler):
             _leave_now(self.exitcode, "the crawl's last calls")
 
     def _on_failure(self, failure: Failure) -> Failure | None:
@@ -156,25 +154,6 @@ def _still_closing(running: object) -> bool:
     if isinstance(running, Deferred):
         return not running.called
     return isinstance(running, asyncio.Future) and not running.done()
-
-
-def _writer_waited() -> bool:
-    """The reactor stopped with a call of the store's writer running: wait for it unless the stop was a
-    forced one (Scrapy ignores further signals then) or a signal comes meanwhile. True if it returned."""
-    asked: list[int] = []
-    previous = [signal.signal(signum, lambda signum, _frame: asked.append(signum))
-                for signum in (signal.SIGINT, signal.SIGTERM)]
-    if signal.SIG_IGN in previous:  # a second signal reached Scrapy (before or after the reactor stopped)
-        return False
-    logger.warning("The crawl stopped while the store's writer is still in a call: waiting for it to return "
-                   "(a slow or unanswering product DB?); Ctrl-C again to leave at once")
-    said = began = time.monotonic()
-    while busy() and not asked:
-        time.sleep(0.05)
-        if time.monotonic() - said >= STILL_SLOW_SECONDS:
-            said = time.monotonic()
-            logger.warning("Still waiting for the store's writer (%d s); Ctrl-C again to leave at once", said - began)
-    return not asked
 
 
 def _leave_now(code: int, waiting: str) -> None:

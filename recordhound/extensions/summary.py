@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from recordhound.config import ReportConfig
+from recordhound.extensions.whole_close import close_ended
 from recordhound.frontier.registry import NOT_JOINED_STAT
 
 if TYPE_CHECKING:
@@ -74,9 +75,14 @@ class CrawlSummary:
         self.reason = reason
         engine = self.crawler.engine
         if engine is not None and engine.start_time is None and self.crawler.stats.get_value(NOT_JOINED_STAT):
-            self.engine_stopped()  # closed before its engine started, so no engine_stopped comes
+            self._report()  # closed before its engine started, so no engine_stopped comes
 
-    def engine_stopped(self) -> None:
+    async def engine_stopped(self) -> None:
+        """After a close under way ends (a stop during it sends engine_stopped first: ``whole_close.py``)."""
+        await close_ended(self.crawler)
+        self._report()
+
+    def _report(self) -> None:
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         summary = build_summary(stats, self.reason)
         if self.config.print_summary:

@@ -4,11 +4,13 @@ crawl's registry.
 
 A store that refuses or cannot be reached then (Redis full, restarting, failing over) is an outage,
 as it is mid-crawl: the close waits for it and says so, trying again with the outage's backoff, after
-a real round trip and with what the node holds renewed first (``Upkeep.reach_again``). Before, the
-first refused write raised out of the scheduler's close whenever no item was left to wait for the
-store (Scrapy logged "Scheduler close failure" with a traceback): the leases were left to expire and
-the node stayed registered. A second Ctrl-C stops the reactor under the wait and the process leaves
-at once (``commands/crawl.py``); its leases then expire and what it did not ack is fetched again.
+a real round trip and with what the node holds renewed first (``Upkeep.reach_again``); the lease
+renewer goes on meanwhile. Before, the first refused write raised out of the scheduler's close
+whenever no item was left to wait for the store (Scrapy logged "Scheduler close failure" with a
+traceback): the leases were left to expire and the node stayed registered. A stop during the wait
+waits for it (``extensions/whole_close.py``); a second one stops the reactor under it and the
+process leaves at once (``commands/crawl.py``): its leases expire and what it did not ack is fetched
+again.
 """
 
 from __future__ import annotations
@@ -29,20 +31,21 @@ WAIT_SECONDS = 0.1  # how often a waiting close looks whether the outage's backo
 
 
 def leave(s: FrontierScheduler, reason: str) -> Deferred[None] | None:
-    """Close ``s``'s part of the crawl now, or (the store unreachable) a Deferred fired once it could."""
-    s.upkeep.stop()
+    """Close ``s``'s part of the crawl now, or (the store unreachable) a Deferred fired once it could.
+    The lease renewer goes on until then: a wait longer than the lease does not lose what the node holds."""
+    s.upkeep.stop_tick()
     if s.gate is not None:
         s.gate.close()
-    backend = s.backend
-    if backend is None or s.phase == "new":
+    if s.backend is None or s.phase == "new":
+        s.upkeep.stop()
         return None  # opening failed: nothing of ours to write back
     try:
         left = s.phase == "broken" or _written_back(s, reason)  # broken: leases come back at restart (or expire)
     except BaseException:
-        backend.close()
+        _closed(s)
         raise
     if left:
-        backend.close()
+        _closed(s)
         return None
     logger.warning("Closing (%s): the frontier store does not take this node's last writes; waiting for it "
                    "(%d outcomes and %d new requests to write, %d leases to return; Ctrl-C again to leave them: "
@@ -55,12 +58,17 @@ def leave(s: FrontierScheduler, reason: str) -> Deferred[None] | None:
 def _written_back_later(s: FrontierScheduler, reason: str) -> Generator[Deferred[None], None, None]:
     from twisted.internet import reactor
 
-    assert s.backend is not None
     try:
         while not _written_back(s, reason):
             yield task.deferLater(reactor, WAIT_SECONDS, lambda: None)
     finally:
-        s.backend.close()
+        _closed(s)
+
+
+def _closed(s: FrontierScheduler) -> None:
+    assert s.backend is not None
+    s.upkeep.stop()
+    s.backend.close()
 
 
 def _written_back(s: FrontierScheduler, reason: str) -> bool:
@@ -75,9 +83,8 @@ def _written_back(s: FrontierScheduler, reason: str) -> bool:
         _write_back(s, reason)
     except Exception as exc:  # the backend's client raises its own error types
         if not s.backend.is_transient(exc):
-            raise
-        s.inc("backend_errors")
-        s.outage.failed(exc)
+            raise  # the close fails (Scrapy logs it), as it did before
+        s.backend_error(exc)  # an outage: counted, said, retried with backoff
         return False
     s.outage.recovered()
     return True

@@ -68,10 +68,14 @@ class Upkeep:
         return backend
 
     def stop(self) -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
+        self.stop_tick()
         if self._renewer is not None:
             self._renewer.stop()
+
+    def stop_tick(self) -> None:
+        """The tick only: a close that waits for the store keeps its leases renewed meanwhile."""
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
 
     def publish_leases(self) -> None:
         """Tell the renewer which leases this process holds (it renews exactly these)."""

@@ -17,7 +17,7 @@ from scrapy.settings import BaseSettings
 
 from recordhound.config import FrontierConfig
 from recordhound.exceptions import RecordhoundError
-from recordhound.jobs import states
+from recordhound.jobs import orphans, states
 from recordhound.jobs.config import WorkerConfig
 from recordhound.jobs.store import Job
 from recordhound.sources import load_profile
@@ -72,9 +72,10 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     """A local crawl process; SIGTERM when asked to stop (it returns its leases: resumable). It runs in a
     session of its own: a terminal's Ctrl-C reaches the worker alone, which stops the crawl once (in the
     worker's process group, the crawl took that Ctrl-C as a first stop and the worker's SIGTERM as a
-    second, forced one)."""
+    second, forced one). A worker that dies (SIGKILL) takes its crawl with it (``orphans.py``)."""
     os.makedirs(LOG_DIR, exist_ok=True)
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings")}
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings"),
+           **orphans.env()}
     pages = FramePages(job, settings)
     process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -101,14 +102,25 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
 
 def _stop_crawl(process: subprocess.Popen[bytes], seconds: float) -> None:
     """SIGTERM, then SIGKILL after ``seconds``: the worker's own stop is never replaced by a
-    timeout, and no crawl outlives its worker (a killed node's leases expire and return)."""
+    timeout, and no crawl outlives its worker (a killed node's leases expire and return). A second
+    stop of the worker meanwhile (another Ctrl-C) is passed on as a second SIGTERM, Scrapy's forced
+    stop, and the crawl is still waited for."""
     process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(seconds)
-    except subprocess.TimeoutExpired:
-        logger.warning("The crawl (pid %d) did not stop within %.0f s: killed", process.pid, seconds)
-        process.kill()
-        process.wait()
+    deadline: float | None = time.monotonic() + seconds
+    forced = False
+    while process.poll() is None:
+        try:
+            process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            logger.warning("The crawl (pid %d) did not stop within %.0f s: killed", process.pid, seconds)
+            process.kill()
+            deadline = None
+        except KeyboardInterrupt:
+            if not forced:
+                forced = True
+                logger.warning("Stopping the crawl (pid %d) at once: what it did not ack is fetched again",
+                               process.pid)
+                process.send_signal(signal.SIGTERM)
 
 
 class FramePages:

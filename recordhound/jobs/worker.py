@@ -49,10 +49,11 @@ class Worker:
 
     def run(self, once: bool = False) -> int:
         """Run jobs until SIGTERM/SIGINT/SIGHUP (``once``: until none is waiting); returns how many ran.
-        A closed terminal (SIGHUP) stops the worker and its crawl as a Ctrl-C does: the crawl, in a
-        session of its own, would not get the terminal's hang-up."""
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, self._stop)
+        A closed terminal (SIGHUP) stops the worker and its crawl as a Ctrl-C does (the crawl, in a
+        session of its own, does not get the terminal's hang-up), unless the worker runs under nohup."""
+        signal.signal(signal.SIGTERM, self._stop)
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # not under nohup
+            signal.signal(signal.SIGHUP, self._stop)
         logger.info("Worker %s started", self.id)
         while not self.stopping:
             job = store.claim(self.engine, self.id, self.config.lease_seconds, process_alive)

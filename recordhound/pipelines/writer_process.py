@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from recordhound.catalog import worker
 from recordhound.catalog.result import BatchResult
+from recordhound.pipelines.writer_calls import run, tracked
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.exceptions import reason
 from recordhound.items import FieldProblem, Offer, Release
@@ -76,7 +77,7 @@ class WriterProcess:
         executor = self._executor
         spawning = contextlib.nullcontext() if config.writer == "thread" else _spawning()
         with spawning:  # a child process is spawned by this submit
-            started = _tracked(executor.submit(worker.ready))
+            started = tracked(executor.submit(worker.ready))
         self._process = next(iter((getattr(executor, "_processes", None) or {}).values()), None)
         self._started = started
         started.add_done_callback(lambda done: self._start_failed(done, executor))
@@ -88,7 +89,7 @@ class WriterProcess:
             assert self._executor is not None, "the writer was not started"
             try:
                 with _said_when_slow(DOING.get(getattr(function, "__name__", ""), f"calling {function!r}")):
-                    return await _run(self._executor, function, *args)
+                    return await run(self._executor, function, *args)
             except BrokenExecutor:
                 self._restart()
                 raise
@@ -120,7 +121,7 @@ class WriterProcess:
         executor = self._executor
         assert executor is not None, "the writer was not started"
         if not isinstance(executor, ProcessPoolExecutor):
-            written = await _run(executor, worker.write, source_id, items)
+            written = await run(executor, worker.write, source_id, items)
             assert written is not None
             return written
         items = [plain(item) for item in items]
@@ -128,9 +129,9 @@ class WriterProcess:
             batch: bytes | None = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)  # what the executor did
         except Exception:  # noqa: BLE001 - whatever pickling raises: the items are told apart below
             batch = None
-        written = await _run(executor, worker.write, source_id, batch) if batch else None
+        written = await run(executor, worker.write, source_id, batch) if batch else None
         if written is None:  # one of them cannot be pickled here or read there: item by item
-            written = await _run(executor, worker.write_each, source_id, _one_by_one(items))
+            written = await run(executor, worker.write_each, source_id, _one_by_one(items))
         return written
 
     async def _one_at_a_time(self, source_id: int, items: list[Release]) -> BatchResult:
@@ -153,14 +154,14 @@ class WriterProcess:
                     "writer, which then survived a test write")))
         if fatal:
             try:  # the items' doing, or the writer's whatever it writes (memory, the system)?
-                await _run(self._executor, worker.probe, source_id)
+                await run(self._executor, worker.probe, source_id)
             except BrokenExecutor:
                 why, _ = self._restart()
                 logger.error("The database writer process dies whatever it writes (%s), a test write too: "
                              "no item is rejected, the batch waits as in an outage", why)
                 raise BrokenProcessPool(f"the database writer process dies whatever it writes ({why})") from None
             try:
-                total.add(await _run(self._executor, worker.reject, source_id, fatal))
+                total.add(await run(self._executor, worker.reject, source_id, fatal))
             except BrokenExecutor:
                 self._restart()  # the batch is retried (a rejection is idempotent)
                 raise
@@ -211,29 +212,6 @@ class WriterProcess:
 
 
 _early: WriterProcess | None = None  # started by `scrapy crawl` before Scrapy builds its crawler
-_in_flight: set[Future[Any]] = set()  # the writers' calls that have not returned (``busy``)
-
-
-def _run(executor: Executor | None, function: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-    """``function(*args)`` in the writer, awaitable (``loop.run_in_executor``), and counted as in flight
-    until it returns."""
-    assert executor is not None, "the writer was not started"
-    return asyncio.wrap_future(_tracked(executor.submit(function, *args)))
-
-
-def _tracked(running: Future[T]) -> Future[T]:
-    _in_flight.add(running)
-    running.add_done_callback(_in_flight.discard)
-    return running
-
-
-def busy() -> bool:
-    """A call of a writer has not returned. Once the reactor stopped (a forced stop), nothing awaits it, but
-    Python's exit would join its thread (the writer's, or the one that reads a writer process's replies)
-    and wait for it, for as long as a silent database holds it: ``scrapy crawl`` leaves at once instead."""
-    return any(not running.done() for running in list(_in_flight))
-
-
 def start_early(config: StoreConfig, review: ReviewConfig, trusted: bool) -> None:
     """``scrapy crawl`` starts the writer process as soon as its start-up check passed, before Scrapy
     builds the crawler: the writer's interpreter and imports (~0.4 s) then overlap the crawler's own

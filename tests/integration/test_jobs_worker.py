@@ -19,7 +19,7 @@ import pytest
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.truth import build_truth
-from tests.integration.crawlers import wait_for_pages
+from tests.integration.crawlers import process_state, wait_for_pages
 from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
 from tests.services import TRUSTED, PostgresDatabase
 
@@ -137,7 +137,7 @@ def test_ctrl_c_at_a_worker_stops_its_crawl_once_gracefully_and_the_job_resumes(
     group) took it as a first stop and the worker's SIGTERM as a second, forced one: no lease returned,
     the crawl's close cut short. The crawl now runs in a session of its own and gets one stop, from the
     worker: it returns its leases and ends as interrupted; the job waits, and a worker resumes it."""
-    with ShopProcess(RELEASES, seed=SEED, throttle=("--rate", "40")) as shop:
+    with ShopProcess(RELEASES, seed=SEED, throttle=("--latency", "0.1")) as shop:
         assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
         worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
                                   env=_env(database), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -157,5 +157,42 @@ def test_ctrl_c_at_a_worker_stops_its_crawl_once_gracefully_and_the_job_resumes(
         assert "Frontier closed (shutdown)" in log, log[-3000:]  # its leases returned
         ran = _cli(tmp_path, database, "worker", "--once", *TRUSTED)
         assert ran.returncode == 0 and _jobs(tmp_path, database)[0]["status"] == "done", ran.stderr[-3000:]
+        assert_product_db_matches(database, shop.truth())
+        assert_ids_consecutive(database)
+
+
+def test_a_worker_killed_takes_its_crawl_with_it_and_the_next_worker_resumes_the_job(tmp_path: Path,
+                                                                                   database: str) -> None:
+    """kill -9 of a worker running a crawl job. The crawl, in a session of its own, got no signal and
+    ran on as an orphan (the job, taken over by the next worker, would have been crawled twice at
+    once). It now sees its worker gone and stops as SIGTERM stops it: its leases returned, exit; the
+    next worker takes the job over and completes it, the product DB matching the shop's truth."""
+    with ShopProcess(RELEASES, seed=SEED, throttle=("--latency", "0.1")) as shop:
+        assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+        worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
+                                  env=_env(database), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        crawl: int | None = None
+        try:
+            wait_for_pages(shop, 40)
+            crawl = int(subprocess.run(["pgrep", "-P", str(worker.pid), "-f", "scrapy"], capture_output=True,
+                                       text=True).stdout.split()[0])
+            worker.kill()
+            worker.wait(30)
+            deadline = time.monotonic() + 30
+            while process_state(crawl) not in (None, "Z"):
+                assert time.monotonic() < deadline, "the crawl outlived its worker"
+                time.sleep(0.1)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+            if crawl is not None and process_state(crawl) not in (None, "Z"):
+                os.kill(crawl, signal.SIGKILL)
+        [job] = _jobs(tmp_path, database)
+        log = (tmp_path / ".recordhound" / "logs" / f"job-{job['id']}.log").read_text()
+        assert "Frontier closed (shutdown)" in log and "Traceback" not in log, log[-3000:]  # its leases returned
+        ran = _cli(tmp_path, database, "worker", "--once", *TRUSTED)
+        assert ran.returncode == 0 and _jobs(tmp_path, database)[0]["status"] == "done", ran.stderr[-3000:]
+        assert "taken over" in ran.stderr, ran.stderr[-3000:]
         assert_product_db_matches(database, shop.truth())
         assert_ids_consecutive(database)

@@ -186,24 +186,50 @@ def test_a_graceful_stop_with_no_item_waiting_while_redis_is_full_waits_for_it(t
         finally:
             _empty(server)
             crawler.ensure_stopped()
-        backend = setup.backend()
-        try:
-            assert not backend.nodes() and not backend.counts().leased_total, "the node left the crawl, leases returned"
-        finally:
-            backend.close()
         assert setup.start("RECORDHOUND_STORE_ENABLED=false", name="resumed").wait(300) == 0, setup.log("resumed")
         assert_frontier_clean(setup, shop.truth())
 
 
-def _waits_for_room_then_closes(setup: CrawlSetup, crawler: Crawler, server: RedisServer) -> None:
+
+def test_a_stop_during_a_close_under_way_while_redis_is_full_waits_for_that_close(tmp_path: Path,
+                                                                                  server: RedisServer) -> None:
+    """The crawl closes on its own (``CLOSESPIDER_TIMEOUT``) while Redis is full, its frontier's close
+    waiting for room; then Ctrl-C. Before, Scrapy's stop during a close ended the crawl's task at
+    once: the reactor stopped with the close cut short, exit 0 without a word, the acks and leases
+    never written, the node still registered. Now the stop waits for the close under way, which
+    writes once Redis has room; resumed, the crawl completes with only the shop's fault pages failed."""
+    with ShopProcess(400, seed=92, throttle=("--latency", "0.1")) as shop:
+        setup = CrawlSetup(tmp_path, shop.url, "sqlite:///" + str(tmp_path / "unused.sqlite3"), server.url)
+        crawler = setup.start("RECORDHOUND_STORE_ENABLED=false", "CLOSESPIDER_TIMEOUT=3", name="crawl")
+        try:
+            wait_for_pages(shop, 20)
+            _fill(server)
+            wait_logged(setup, "crawl", crawler, "the frontier store does not take this node's last writes")
+            crawler.signal(signal.SIGINT)
+            wait_logged(setup, "crawl", crawler, "Stopping: the crawl's close under way ends first")
+            _waits_for_room_then_closes(setup, crawler, server, "closespider_timeout")
+        finally:
+            _empty(server)
+            crawler.ensure_stopped()
+        assert setup.start("RECORDHOUND_STORE_ENABLED=false", name="resumed").wait(300) == 0, setup.log("resumed")
+        assert_frontier_clean(setup, shop.truth())
+
+
+def _waits_for_room_then_closes(setup: CrawlSetup, crawler: Crawler, server: RedisServer,
+                                reason: str = "shutdown") -> None:
     """Stopped (Ctrl-C sent) while Redis is full: the node is still there 3 s into its close (its writes
     refused), then exits 0 once Redis has room, its frontier closed as usual (acks written, leases
-    returned), no traceback."""
-    wait_logged(setup, "crawl", crawler, "Closing spider (shutdown)")
+    returned, the node out of the crawl), no traceback."""
+    wait_logged(setup, "crawl", crawler, f"Closing spider ({reason})")
     time.sleep(3)
     assert crawler.process.poll() is None, "the node left while its writes were refused"
     _empty(server)
     assert crawler.wait(120) == 0, setup.log("crawl")[-3000:]
     log = setup.log("crawl")
     assert "Traceback" not in log and "cannot fix" not in log and "Scheduler close failure" not in log, log[-3000:]
-    assert "Frontier closed (shutdown)" in log, log[-3000:]
+    assert f"Frontier closed ({reason})" in log, log[-3000:]
+    backend = setup.backend()
+    try:
+        assert not backend.nodes() and not backend.counts().leased_total, "the node left the crawl, leases returned"
+    finally:
+        backend.close()

@@ -221,7 +221,7 @@ def test_a_second_ctrl_c_while_the_writer_is_stuck_leaves_at_once_and_loses_noth
 
 def _stopping_while_the_end_is_recorded(setup: CrawlSetup, name: str, failpoint: str, *settings: str) -> Crawler:
     """A crawl that finished, its writer held in recording the crawl's end after its commit, then
-    Ctrl-C: the crawl stopped, waiting for the writer's call to return."""
+    Ctrl-C: the stop waits for the close under way (``extensions/whole_close.py``)."""
     node = setup.start(*settings, name=name, failpoints=f"store.end_recorded={failpoint}")
     try:
         deadline = time.monotonic() + 120
@@ -229,7 +229,7 @@ def _stopping_while_the_end_is_recorded(setup: CrawlSetup, name: str, failpoint:
             assert node.process.poll() is None and time.monotonic() < deadline, setup.log(name)[-3000:]
             time.sleep(0.1)
         node.signal(signal.SIGINT)
-        wait_logged(setup, name, node, "The crawl stopped while the store's writer is still in a call")
+        wait_logged(setup, name, node, "Stopping: the crawl's close under way ends first")
     except BaseException:
         node.ensure_stopped()
         raise
@@ -240,10 +240,11 @@ def _stopping_while_the_end_is_recorded(setup: CrawlSetup, name: str, failpoint:
 def test_a_second_ctrl_c_while_the_crawl_s_end_is_recorded_leaves_at_once_and_loses_nothing(
         writer_mode: str, database_url: str, tmp_path: Path) -> None:
     """The crawl has finished, and its writer (a child process, or a thread of the crawler) is held
-    for good in the call that records the crawl's end, after its commit. Ctrl-C: the graceful stop
-    completes the crawl's task and stops the reactor beside the held close; before, Python's exit then
-    joined the writer's call and the node hung, a second Ctrl-C too. Now the first waits and says so,
-    the second leaves at once, a writer process follows its crawler out, and the crawl resumed completes."""
+    for good in the call that records the crawl's end, after its commit. Before, Ctrl-C made Scrapy
+    end the crawl's task beside the held close and stop the reactor, and Python's exit then joined the
+    writer's call: the node hung, a second Ctrl-C too. Now the first stop waits for the close and says
+    so, the second leaves at once, a writer process follows its crawler out, and the crawl resumed
+    completes."""
     with ShopProcess(40, seed=89) as shop:
         setup = CrawlSetup(tmp_path, shop.url, database_url)
         node = _stopping_while_the_end_is_recorded(setup, "forced", "hang", f"RECORDHOUND_STORE_WRITER={writer_mode}")
@@ -269,7 +270,9 @@ def test_a_second_ctrl_c_while_the_crawl_s_end_is_recorded_leaves_at_once_and_lo
 
 def test_a_graceful_stop_while_the_crawl_s_end_is_recorded_waits_for_it(database_url: str, tmp_path: Path) -> None:
     """Ctrl-C while the writer is slow to answer the call that records the crawl's end (frozen after
-    its commit): the crawl waits for the call, then exits 0 as usual (before, the same wait, unsaid)."""
+    its commit): the stop waits for the whole close, which ends as usual ("Spider closed"), exit 0.
+    Before, the stop ended the crawl's task at once and the reactor stopped with the close cut short
+    (Python's exit waited for the writer's call, unsaid; the rest of the close never ran)."""
     with ShopProcess(40, seed=90) as shop:
         setup = CrawlSetup(tmp_path, shop.url, database_url)
         node = _stopping_while_the_end_is_recorded(setup, "stopped", "stop")
@@ -279,7 +282,8 @@ def test_a_graceful_stop_while_the_crawl_s_end_is_recorded_waits_for_it(database
             assert node.wait(30) == 0, setup.log("stopped")[-3000:]
         finally:
             node.ensure_stopped()
-        assert "Traceback" not in setup.log("stopped") and "leaving without" not in setup.log("stopped")
+        log = setup.log("stopped")
+        assert "Traceback" not in log and "leaving without" not in log and "Spider closed (finished)" in log, log
         assert _status(database_url) == "completed"
         assert [finished for finished, _ in _samples(database_url)].count(True) == 1, _samples(database_url)
         assert_crawl_matches_truth(setup, shop.truth())
