@@ -82,6 +82,9 @@ class Command(ScrapyCrawl):
         super().process_options(args, opts)
         assert self.settings is not None
         try:
+            if orphans.worker_gone():  # a crawl `recordhound worker` started: it stops when the worker is gone
+                raise RecordhoundError("the worker that started this crawl is gone (its job is taken over): "
+                                       "not crawling")
             preflight.check(self.settings, opts.spargs)
         except RecordhoundError as exc:
             self._preflight = exc
@@ -100,7 +103,6 @@ class Command(ScrapyCrawl):
             self._report(self._preflight, self._preflight)
             self.exitcode = 1
             return
-        orphans.watch_worker()  # a crawl that `recordhound worker` started stops when the worker is gone
         crawler = self._create_crawler(args[0])
         running = self.crawler_process.crawl(crawler, **opts.spargs)
         if isinstance(running, Deferred):

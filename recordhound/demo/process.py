@@ -28,7 +28,9 @@ class ShopProcess:
         self.url = ""
 
     def start(self) -> ShopProcess:
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
+        # a session of its own: a terminal's Ctrl-C at `recordhound demo` does not take the shop away under
+        # the crawl's graceful stop (the with-block stops it)
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True, start_new_session=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.startswith(READY_PREFIX):

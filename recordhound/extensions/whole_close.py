@@ -44,8 +44,13 @@ class WholeClose:
 
 
 def closing(crawler: Crawler) -> bool:
-    """The engine is closing its spider (the close has not ended)."""
-    return crawler.engine is not None and crawler.engine.spider is not None
+    """The engine is closing its spider (the close has not ended). Not before the engine was built (Scrapy
+    raises then), nor when its slot never was (the scheduler failed to build: no close will come)."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:  # "Crawler.engine is not set yet": the spider or the engine failed to build
+        return False
+    return engine is not None and engine.spider is not None and getattr(engine, "_slot", None) is not None
 
 
 async def close_ended(crawler: Crawler) -> None:

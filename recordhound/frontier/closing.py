@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 from twisted.internet import task
 from twisted.internet.defer import Deferred, inlineCallbacks
 
+from recordhound.frontier.registry import STAT
+
 if TYPE_CHECKING:
     from collections.abc import Generator
 
@@ -99,8 +101,12 @@ def _write_back(s: FrontierScheduler, reason: str) -> None:
     s.book.clear()
     s.inc("released", released)
     counts = s.backend.counts()
+    if s.crawler.stats is not None:  # the whole crawl's, for the health check of a short run (extensions/health.py)
+        s.crawler.stats.set_value(STAT + "crawl_done", counts.done)
+        s.crawler.stats.set_value(STAT + "crawl_failed", counts.failed)
     if reason == "finished" and counts.drained:
         s.backend.set_status("completed")
+    s.upkeep.stop()  # the renewer first: a round after the node left would register it again
     s.backend.leave(s.node, s.token)
     logger.info("Frontier closed (%s): %d unstarted leases returned; %d queued, %d done, %d failed",
                 reason, released, counts.queued, counts.done, counts.failed)

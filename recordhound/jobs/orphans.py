@@ -3,9 +3,11 @@
 ``recordhound worker`` runs each crawl in a session of its own (a terminal's Ctrl-C reaches the worker
 alone, which then stops its crawl once), so nothing of the worker's end reaches the crawl by itself:
 a worker killed with SIGKILL, or stopped by a supervisor that kills its process group, left its crawl
-running, and the job, taken over by the next worker, crawled twice at once. The worker names itself in
-the crawl's environment; the crawl watches for it and stops gracefully (as SIGTERM stops it: what it
-holds is written and its leases are returned) once its parent is no longer that worker.
+running, and the job, taken over by the next worker, crawled twice at once. The worker names itself
+(and its stop time) in the crawl's environment. A crawl whose worker is gone before it starts does
+not start; one whose worker goes while it runs stops as the worker's own stop would have stopped it:
+one SIGTERM (what it holds is written, its leases returned), and a second one (Scrapy's forced stop)
+if it is still running after the worker's stop time.
 """
 
 from __future__ import annotations
@@ -15,24 +17,31 @@ import signal
 import threading
 import time
 
-ENV = "RECORDHOUND_WORKER_PID"
+ENV = "RECORDHOUND_WORKER"  # "PID STOP_SECONDS"
 LOOK_SECONDS = 1.0
 
 
-def env() -> dict[str, str]:
-    """For the environment of a crawl this process starts."""
-    return {ENV: str(os.getpid())}
+def env(stop_seconds: float) -> dict[str, str]:
+    """For the environment of a crawl this process (a worker) starts."""
+    return {ENV: f"{os.getpid()} {stop_seconds}"}
 
 
-def watch_worker() -> None:
-    """In a crawl a worker started (its environment says which): stop once that worker is gone."""
-    worker = os.environ.get(ENV, "")
-    if worker.isdigit() and os.getppid() == int(worker):
-        threading.Thread(target=_stop_when_gone, args=(int(worker),), daemon=True,
-                         name="recordhound-worker-watch").start()
+def worker_gone() -> bool:
+    """In a crawl: whether the worker that started it is gone already; if it is there, it is watched
+    from now on. False outside a worker's crawl."""
+    pid, _, stop_seconds = os.environ.get(ENV, "").partition(" ")
+    if not pid.isdigit():
+        return False
+    if os.getppid() != int(pid):
+        return True
+    threading.Thread(target=_stop_when_gone, args=(int(pid), float(stop_seconds or 120)), daemon=True,
+                     name="recordhound-worker-watch").start()
+    return False
 
 
-def _stop_when_gone(worker: int) -> None:
+def _stop_when_gone(worker: int, stop_seconds: float) -> None:
     while os.getppid() == worker:
         time.sleep(LOOK_SECONDS)
     os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(stop_seconds)
+    os.kill(os.getpid(), signal.SIGTERM)  # still here (a daemon thread ends with its process)

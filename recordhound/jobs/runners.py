@@ -75,7 +75,7 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     second, forced one). A worker that dies (SIGKILL) takes its crawl with it (``orphans.py``)."""
     os.makedirs(LOG_DIR, exist_ok=True)
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings"),
-           **orphans.env()}
+           **orphans.env(config.stop_seconds)}
     pages = FramePages(job, settings)
     process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -40,10 +40,10 @@ from typing import Any, TypeVar
 
 from recordhound.catalog import worker
 from recordhound.catalog.result import BatchResult
-from recordhound.pipelines.writer_calls import run, tracked
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.exceptions import reason
 from recordhound.items import FieldProblem, Offer, Release
+from recordhound.pipelines.writer_calls import run, tracked
 from recordhound.text import text_or
 
 

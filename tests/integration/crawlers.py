@@ -162,6 +162,13 @@ class Crawler:
         self.log.close()
 
 
+def kill_group_if_running(process: subprocess.Popen[Any]) -> None:
+    """A test's cleanup of a process started in a session of its own: its whole group killed."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def process_state(pid: int) -> str | None:
     """Process ``pid``'s state letter in ``/proc`` ("T" stopped, "Z" a zombie, ...); None when it is gone."""
     try:

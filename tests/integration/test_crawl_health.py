@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from recordhound.demo.process import ShopProcess
 from tests.integration.dbcheck import ProductDb
 from tests.ports import free_port
-from tests.services import run_crawl
+from tests.services import crawl_env, run_crawl
 
 QUICK = ("-s", "RECORDHOUND_RETRY_BASE_SECONDS=0.2", "-s", "RECORDHOUND_RETRY_CAP_SECONDS=0.5")
 
@@ -56,3 +58,24 @@ def test_a_crawl_whose_selectors_find_nothing_fails_and_a_healthy_one_completes(
         assert healthy.returncode == 0, healthy.stderr[-2000:]
         meta = _source(healthy_db)
         assert meta["status"] == "completed" and healthy.summary["health"] == "ok", meta
+
+
+def test_a_short_run_is_judged_with_the_crawl_s_earlier_runs(tmp_path: Path) -> None:
+    """The crawl's dead letters (the shop's 404 and redirect loop) retried after a complete crawl: the
+    run fetches exactly those two and both fail again. Before, its failed share was 2 of 2 (100 %): the
+    crawl "failed its health checks", exit 1, the source marked failed, for a page the shop always
+    fails (a resumed crawl's last few pages met the same). A run that decided fewer than 20 requests is
+    judged with the crawl's earlier runs now (2 of 68); a crawl of a shop that is down still fails."""
+    database = f"sqlite:///{tmp_path / 'product.sqlite3'}"
+    with ShopProcess(40, seed=72) as shop:
+        first = run_crawl(tmp_path, database, "-a", "source=demo", "-a", f"base_url={shop.url}")
+        assert first.returncode == 0, first.stderr[-2000:]
+        retried = subprocess.run([sys.executable, "-m", "recordhound", "frontier", "retry", "--source", "demo", "--all"],
+                                 cwd=tmp_path, env=crawl_env(DATABASE_URL=database), capture_output=True, text=True,
+                                 timeout=60)
+        assert retried.returncode == 0, retried.stderr
+        again = run_crawl(tmp_path, database, "-a", "source=demo", "-a", f"base_url={shop.url}")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stats["recordhound/frontier/failed"] == 2 and not again.stats.get("recordhound/frontier/acked"), \
+        again.stats
+    assert again.summary["health"] == "ok" and _source(database)["status"] == "completed"

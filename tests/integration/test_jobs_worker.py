@@ -19,7 +19,7 @@ import pytest
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.truth import build_truth
-from tests.integration.crawlers import process_state, wait_for_pages
+from tests.integration.crawlers import kill_group_if_running, process_state, wait_for_pages
 from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
 from tests.services import TRUSTED, PostgresDatabase
 
@@ -147,9 +147,7 @@ def test_ctrl_c_at_a_worker_stops_its_crawl_once_gracefully_and_the_job_resumes(
             os.killpg(worker.pid, signal.SIGINT)  # as a terminal does
             _, stderr = worker.communicate(timeout=120)
         finally:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait()
+            kill_group_if_running(worker)
         [job] = _jobs(tmp_path, database)
         assert job["status"] == "queued" and "Traceback" not in stderr, (job, stderr[-3000:])
         log = (tmp_path / ".recordhound" / "logs" / f"job-{job['id']}.log").read_text()

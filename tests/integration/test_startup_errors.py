@@ -1,7 +1,7 @@
 """A service that is down (a Redis Cluster too), a profile that does not exist or a bad spider
 argument, a review setting that is wrong while the store is off, or a review queue file that cannot be
-opened, at start-up: one line, exit 1 (the last: before, the store's writer failed to start and was
-started again for as long as the crawl ran)."""
+opened, or a crawl whose `recordhound worker` is gone, at start-up: one line, exit 1 (a review queue
+file: before, the store's writer failed to start and was started again for as long as the crawl ran)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ CASES = {
                       "error: cannot reach Redis at REDIS_URL=redis+cluster://127.0.0.1:1/0"),
     "base url": ({}, "source=demo", "error: invalid source profile "),
     "store off, a review setting": ({}, "source=demo", "error: RECORDHOUND_APPLY_LEASE_SECONDS must be"),
+    # started by a `recordhound worker` (pid 1 here, not its parent) that is gone: its job is taken over
+    "worker gone": ({"RECORDHOUND_WORKER": "1 120"}, "source=demo", "error: the worker that started this crawl is gone"),
 }
 SETTINGS = {"review file": ("-s", "RECORDHOUND_REVIEW_PATH=/proc/1/no-such-folder/review.sqlite3"),
             "base url": ("-a", "base_url=notaurl"),
