@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import subprocess
 import sys
 from collections import Counter
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from recordhound.children import sigint_ignored
 from recordhound.cli_settings import current_settings, name_value_pairs, setting_option
 from recordhound.exceptions import RecordhoundError
 
@@ -236,20 +236,10 @@ def demo(releases: int, seed: int, epoch: int, review: bool, verbose: bool, scra
                    f"{'' if verbose else f' (Scrapy log: {DEMO_LOG}; -v shows it here)'}", err=True)
         env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get(
             "SCRAPY_SETTINGS_MODULE", "recordhound.settings")}
-        crawl = subprocess.Popen([sys.executable, "-m", "scrapy", *command[1:]], env=env, start_new_session=True)
-        code = _wait_passing_ctrl_c(crawl)
+        crawl = subprocess.Popen([sys.executable, "-m", "scrapy", *command[1:]], env=env)
+        with sigint_ignored():  # the terminal's Ctrl-C is the crawl's (``subprocess.call`` killed it 0.25 s
+            code = crawl.wait()  # after one: its last batch, acks and leases cut); the shop ignores it too
     raise SystemExit(code)
-
-
-def _wait_passing_ctrl_c(crawl: subprocess.Popen[bytes]) -> int:
-    """Wait for the crawl, passing each Ctrl-C on to it once: the first its graceful stop, the second its
-    forced one. It runs in a session of its own, so the terminal's Ctrl-C reaches it through here only
-    (``subprocess.call`` killed it 0.25 s after a Ctrl-C: its last batch, acks and leases cut)."""
-    while True:
-        try:
-            return crawl.wait()
-        except KeyboardInterrupt:
-            crawl.send_signal(signal.SIGINT)
 
 
 @main.command("apply")

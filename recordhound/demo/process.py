@@ -10,6 +10,7 @@ import urllib.request
 from types import TracebackType
 from typing import Any
 
+from recordhound.children import sigint_ignored
 from recordhound.exceptions import RecordhoundError
 
 READY_PREFIX = "recordhound demo shop serving"
@@ -28,9 +29,8 @@ class ShopProcess:
         self.url = ""
 
     def start(self) -> ShopProcess:
-        # a session of its own: a terminal's Ctrl-C at `recordhound demo` does not take the shop away under
-        # the crawl's graceful stop (the with-block stops it)
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        with sigint_ignored():  # a terminal's Ctrl-C does not take the shop away under a crawl's graceful stop
+            self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.startswith(READY_PREFIX):

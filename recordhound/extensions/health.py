@@ -59,7 +59,7 @@ class CrawlHealthMonitor(Monitor):
     def test_failed_share_is_below_the_threshold(self) -> None:
         stats = self._stats()
         failed, acked, what = stats.get(FRONTIER + "failed", 0), stats.get(FRONTIER + "acked", 0), "requests"
-        if failed + acked < SHORT_RUN and stats.get(FRONTIER + "crawl_failed") is not None:
+        if failed and failed + acked < SHORT_RUN and stats.get(FRONTIER + "crawl_failed") is not None:
             # a short run (a resumed crawl's last pages): judged with the crawl's earlier runs, so that one
             # page the shop always fails is not a third of the work (the frontier's counts at its close)
             failed, acked = stats[FRONTIER + "crawl_failed"], stats[FRONTIER + "crawl_done"]

@@ -73,5 +73,6 @@ class Renewer:
     def renew(self, backend: FrontierBackend) -> None:
         if backend.renew(self.node, self.held, self.lease_seconds):
             self._gone.set()
-        if not backend.heartbeat(self.node, self.token):
+        if not backend.heartbeat(self.node, self.token) and not self._stop.is_set():
+            # (told to stop: the node may have left the crawl meanwhile, not to be registered again)
             self.taken = not backend.claim_node(self.node, this_process(self.token), None)

@@ -1,8 +1,8 @@
 """The store writer's calls in flight, in every writer of the process (``writer_process.py``).
 
 A call is submitted to the writer's executor and awaited (``run``: ``executor.submit`` and
-``asyncio.wrap_future``, as ``loop.run_in_executor`` does), and counted until it returns. ``busy`` tells ``scrapy crawl`` whether one has not returned when the reactor stopped under it
-(a forced stop): nothing awaits it then, but Python's exit would join its thread (the writer's, or the
+``asyncio.wrap_future``, as ``loop.run_in_executor`` does), and counted until it returns. ``busy``
+tells ``scrapy crawl`` whether one has not returned when the reactor stopped under it (a forced stop): nothing awaits it then, but Python's exit would join its thread (the writer's, or the
 one that reads a writer process's replies) and wait for as long as a silent database holds it; the
 process leaves at once instead (``commands/crawl.py``).
 """

@@ -30,7 +30,6 @@ import os
 import pickle
 import signal
 import sys
-import threading
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -40,6 +39,7 @@ from typing import Any, TypeVar
 
 from recordhound.catalog import worker
 from recordhound.catalog.result import BatchResult
+from recordhound.children import sigint_ignored
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.exceptions import reason
 from recordhound.items import FieldProblem, Offer, Release
@@ -345,7 +345,7 @@ def _said_when_slow(doing: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _spawning() -> Iterator[None]:
-    with _sigint_ignored(), _main_module_hidden():
+    with sigint_ignored(), _main_module_hidden():
         yield
 
 
@@ -366,15 +366,3 @@ def _main_module_hidden() -> Iterator[None]:
         yield
     finally:
         sys.modules["__main__"] = main
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -56,8 +56,8 @@ def test_demo_command_runs_the_main_job_on_embedded_defaults(tmp_path: Path) -> 
 def test_ctrl_c_at_the_demo_stops_its_crawl_gracefully(tmp_path: Path) -> None:
     """A terminal's Ctrl-C at `recordhound demo` (SIGINT to its process group). Before, the shop died
     with it and ``subprocess.call`` killed the crawl with SIGKILL 0.25 s later: no close, its leases
-    held. Now the crawl gets the Ctrl-C once, through the demo, and closes as a graceful stop does:
-    its frontier closed with every lease returned, the demo's exit code the crawl's (0)."""
+    held. Now the demo and its shop ignore it, and the crawl closes as a graceful stop does: its
+    frontier closed with every lease returned, the demo's exit code the crawl's (0)."""
     demo = subprocess.Popen([sys.executable, "-m", "recordhound", "demo", "--releases", "2000"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "DATABASE_URL": ""}, start_new_session=True)
