@@ -27,6 +27,7 @@ import threading
 from recordhound.exceptions import ConfigError
 
 ENV = "RECORDHOUND_FAILPOINTS"
+ACTIONS = ("kill", "stop", "hang")
 POINTS = {
     "spider.output_exhausted": "a callback's output is exhausted (its requests reached the scheduler)",
     "spider.item_settled": "an item of a page was stored (or dropped), the page not yet acked",
@@ -66,7 +67,7 @@ def parse(spec: str) -> dict[str, tuple[str, int | str]]:
         action, _, nth = action.partition("@")
         if name not in POINTS:
             raise ConfigError(f"{ENV}: unknown crash point {name!r}; known: {', '.join(sorted(POINTS))}")
-        if action not in ("kill", "stop", "hang") or (nth and not nth.isdigit() and not nth.startswith("/")) or nth == "0":
+        if action not in ACTIONS or (nth and not nth.isdigit() and not nth.startswith("/")) or nth == "0":
             raise ConfigError(f"{ENV}: {part!r} must be NAME=kill, NAME=stop or NAME=hang, or one with @N (N ≥ 1) "
                               "or @/path")
         plan[name] = (action, nth if nth.startswith("/") else int(nth or 1))

@@ -2,9 +2,10 @@
 
 A call is submitted to the writer's executor and awaited (``run``: ``executor.submit`` and
 ``asyncio.wrap_future``, as ``loop.run_in_executor`` does), and counted until it returns. ``busy``
-tells ``scrapy crawl`` whether one has not returned when the reactor stopped under it (a forced stop): nothing awaits it then, but Python's exit would join its thread (the writer's, or the
-one that reads a writer process's replies) and wait for as long as a silent database holds it; the
-process leaves at once instead (``commands/crawl.py``).
+tells ``scrapy crawl`` whether one has not returned when the reactor stopped under it (a forced
+stop): nothing awaits it then, but Python's exit would join its thread (the writer's, or the one that
+reads a writer process's replies) and wait for as long as a silent database holds it; the process
+leaves at once instead, and says it did not wait for the store's writer (``commands/crawl.py``).
 """
 
 from __future__ import annotations

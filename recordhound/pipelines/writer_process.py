@@ -212,6 +212,8 @@ class WriterProcess:
 
 
 _early: WriterProcess | None = None  # started by `scrapy crawl` before Scrapy builds its crawler
+
+
 def start_early(config: StoreConfig, review: ReviewConfig, trusted: bool) -> None:
     """``scrapy crawl`` starts the writer process as soon as its start-up check passed, before Scrapy
     builds the crawler: the writer's interpreter and imports (~0.4 s) then overlap the crawler's own

@@ -70,8 +70,8 @@ def test_a_short_run_is_judged_with_the_crawl_s_earlier_runs(tmp_path: Path) -> 
     with ShopProcess(40, seed=72) as shop:
         first = run_crawl(tmp_path, database, "-a", "source=demo", "-a", f"base_url={shop.url}")
         assert first.returncode == 0, first.stderr[-2000:]
-        retried = subprocess.run([sys.executable, "-m", "recordhound", "frontier", "retry", "--source", "demo", "--all"],
-                                 cwd=tmp_path, env=crawl_env(DATABASE_URL=database), capture_output=True, text=True,
+        retry = [sys.executable, "-m", "recordhound", "frontier", "retry", "--source", "demo", "--all"]
+        retried = subprocess.run(retry, cwd=tmp_path, env=crawl_env(DATABASE_URL=database), capture_output=True, text=True,
                                  timeout=60)
         assert retried.returncode == 0, retried.stderr
         again = run_crawl(tmp_path, database, "-a", "source=demo", "-a", f"base_url={shop.url}")

@@ -25,7 +25,8 @@ CASES = {
     "base url": ({}, "source=demo", "error: invalid source profile "),
     "store off, a review setting": ({}, "source=demo", "error: RECORDHOUND_APPLY_LEASE_SECONDS must be"),
     # started by a `recordhound worker` (pid 1 here, not its parent) that is gone: its job is taken over
-    "worker gone": ({"RECORDHOUND_WORKER": "1 120"}, "source=demo", "error: the worker that started this crawl is gone"),
+    "worker gone": ({"RECORDHOUND_WORKER": "1 120"}, "source=demo",
+                    "error: the worker that started this crawl is gone"),
 }
 SETTINGS = {"review file": ("-s", "RECORDHOUND_REVIEW_PATH=/proc/1/no-such-folder/review.sqlite3"),
             "base url": ("-a", "base_url=notaurl"),
