@@ -36,6 +36,7 @@ POINTS = {
     "frontier.after_retry_flush": "a frontier write put failed requests back to wait out their backoff",
     "frontier.before_recheck_flush": "pages fetched again are about to be written back with their next due time",
     "frontier.follow_idle": "a following node has nothing due: every lease acked and written, nothing in flight",
+    "frontier.close_released": "the close wrote its outcomes and returned its leases; the node has not left the crawl",
     "frontier.joining": "this node reached the frontier store and has not registered in it yet",
     "frontier.after_start_claim": "this node claimed the start requests and has not written them",
     "store.before_commit": "a batch written and (a crawl's) the review queue told, its product-DB transaction not committed",

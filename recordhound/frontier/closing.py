@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from twisted.internet import task
 from twisted.internet.defer import Deferred, inlineCallbacks
 
+from recordhound import failpoints
 from recordhound.frontier.registry import STAT
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def _write_back(s: FrontierScheduler, reason: str) -> None:
     s.outcomes.forget()
     released = s.backend.release(s.book.leases())
     s.book.clear()
+    failpoints.hit("frontier.close_released")
     s.inc("released", released)
     counts = s.backend.counts()
     if s.crawler.stats is not None:  # the whole crawl's, for the health check of a short run (extensions/health.py)
