@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +39,25 @@ def test_a_page_crash_point_kills_at_that_page_only_each_time() -> None:
     env = {**os.environ, failpoints.ENV: "spider.output_exhausted=kill@/release/7"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (-signal.SIGKILL, "alive\n"), done.stderr
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _named(pattern: str, *paths: Path) -> set[str]:
+    return {name for path in paths for name in re.findall(pattern, path.read_text(encoding="utf-8"))}
+
+
+def test_every_crash_point_is_documented_reached_in_the_code_and_killed_at_by_a_test() -> None:
+    """The crash-safety page's table, the ``hit`` calls and the tests that kill there name the same
+    points as ``POINTS``: a point added, renamed or dropped in one place fails here."""
+    doc = (ROOT / "docs/concepts/crash-safety.md").read_text(encoding="utf-8")
+    table = [line for line in doc.splitlines() if line.startswith("| `")]
+    documented = [name for line in table for name in re.findall(r"`([a-z_]+\.[a-z_]+)`", line.split(" | ")[0])]
+    assert sorted(documented) == sorted(failpoints.POINTS), "docs/concepts/crash-safety.md's table"
+    reached = _named(r'failpoints\.hit\(\s*"([a-z_.]+)"', *(ROOT / "recordhound").rglob("*.py"))
+    assert reached == set(failpoints.POINTS), "failpoints.hit calls in recordhound/"
+    here = Path(__file__).resolve()
+    tests = [path for path in (ROOT / "tests").rglob("test_*.py") if path.resolve() != here]
+    exercised = _named(r"([a-z]+\.[a-z_]+)=(?:kill|stop|hang|%s)", *tests) | _named(r'"([a-z]+\.[a-z_]+)"', *tests)
+    assert set(failpoints.POINTS) - exercised == set(), "crash points no test sets"
