@@ -59,11 +59,9 @@ def leave(s: FrontierScheduler, reason: str) -> Deferred[None] | None:
 
 @inlineCallbacks
 def _written_back_later(s: FrontierScheduler, reason: str) -> Generator[Deferred[None], None, None]:
-    from twisted.internet import reactor
-
     try:
         while not _written_back(s, reason):
-            yield task.deferLater(reactor, WAIT_SECONDS, lambda: None)
+            yield task.deferLater(s.engine_signals.clock, WAIT_SECONDS, lambda: None)
     finally:
         _closed(s)
 

@@ -29,7 +29,9 @@ class ItemNotStored(StoreError, DropItem):
 class EngineSignals:
     def __init__(self, scheduler: FrontierScheduler) -> None:
         self.s = scheduler
-        self.clock: Any = reactor  # when _look runs (zope's interface methods confuse mypy's count of arguments)
+        # when _look and a waiting close's tries run (a test's Clock; zope's interface methods confuse
+        # mypy's count of arguments)
+        self.clock: Any = reactor
         self._to_look: list[tuple[Request, object | None]] = []  # once the engine scheduled them: children,
         # and redirects (retries) with the hand-out of the request they stand for
 

@@ -4,7 +4,8 @@ Hypothesis drives random sequences of what a crawl does to its scheduler: reques
 the engine asking for the next one, a page finished, failed or redirected, the store taking a
 lease back while its page downloads (then the page ends, fails or redirects: none of it is this
 process's to write), the crawl paused (the product store behind or down) and resumed, the tick,
-a graceful stop and a restart. The engine is
+a graceful stop and a restart, and (ClosingInAnOutageMachine) a graceful stop that meets a
+frontier outage: the close waits for the store, or the process is killed while it waits. The engine is
 Scrapy's own (made, not started: the test is its loop); the store is a SQLite file or the
 shared Redis under a prefix of its own. After every step the store and the process agree:
 the store's leases of this node are exactly those in the lease book or waiting in the write
@@ -17,8 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import sqlite3
 import tempfile
+import threading
 import time
+from dataclasses import replace
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,10 +35,11 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.task import Clock
 
 from recordhound import settings as project_settings
+from recordhound.frontier import closing as closing_module
 from recordhound.frontier import serialize
 from recordhound.frontier import suspects as suspects_module
 from recordhound.frontier import upkeep as upkeep_module
-from recordhound.frontier.backend import LEASED, QUEUED, Entry
+from recordhound.frontier.backend import LEASED, QUEUED, Entry, FrontierBackend
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.registry import FRONTIER_ID, STAT
 from recordhound.frontier.retry import TAKEN_BACK, Problem
@@ -642,6 +648,143 @@ def test_a_frontier_outage_while_a_suspects_outcome_is_decided_keeps_its_try_unt
             m.handed[request.meta[FRONTIER_ID]] = request.url
         finally:
             m.teardown()
+
+
+class ClosingInAnOutageMachine(SchedulerMachine):
+    """The same crawls, and a graceful stop that meets a frontier outage: begun before the close (the
+    crawl paused on it, outcomes waiting in the buffer) or as the close writes. The close waits, trying
+    again with the outage's backoff, while the store still holds the node's leases and registration;
+    once the store is back it writes the outcomes, returns the unstarted leases (no attempt counted:
+    the teardown's drained counts) and leaves; the next process takes the crawl on. Here the file's
+    write lock is held by another connection (a "busy" store); RedisClosingInAnOutageMachine: a proxy
+    cuts, stalls or blackholes Redis."""
+
+    KINDS: tuple[str, ...] = ("busy",)
+
+    def store_settings(self) -> dict[str, Any]:
+        return {**super().store_settings(), "RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS": 0.3}
+
+    def start_outage(self, kind: str, seconds: float) -> None:
+        assert self.scheduler.backend is not None
+        locker = sqlite3.connect(self.scheduler.backend.path, isolation_level=None, check_same_thread=False)
+        locker.execute("BEGIN EXCLUSIVE")
+        self.locked = threading.Event()
+        self.locked.set()
+
+        def unlock() -> None:
+            locker.execute("ROLLBACK")
+            locker.close()
+            self.locked.clear()
+        threading.Timer(seconds, unlock).start()
+
+    def direct_store(self) -> FrontierBackend:
+        return make_backend(self.scheduler.config, PauseSpider.name, timeout=5.0)
+
+    def outage_over(self) -> None:
+        deadline = time.monotonic() + 30
+        while self.locked.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    @precondition(lambda self: self.restarts < 2)
+    @rule(kind=st.sampled_from(["mid_crawl", "at_close"]), seconds=st.sampled_from([0.5, 1.0, 2.0]),
+          killed=st.booleans(), data=st.data())
+    def graceful_stop_in_an_outage(self, kind: str, seconds: float, killed: bool, data: st.DataObject) -> None:
+        """The stop meets an outage; the close waits for the store, or the process is killed while it
+        waits (kill -9: what it had not written is lost with it, and fetched again)."""
+        s = self.scheduler
+        outage = data.draw(st.sampled_from(self.KINDS), label="outage")
+        self.start_outage(outage, seconds)
+        if kind == "mid_crawl":
+            s.upkeep.tick()  # the store is found down: the crawl pauses, outcomes from here on wait in the buffer
+        finishing = {**self.handed, **self.storing}
+        self._finish_in_flight()
+        node, token, holding = s.node, s.token, len(s.book) + len(s.buffer.leases())
+        closing = s.close("shutdown")  # None: the store answered before the outage was felt
+        if closing is not None:
+            ended: list[Any] = []
+            closing.addBoth(ended.append)
+            with self.seen_store() as seen:
+                assert node in seen.nodes(), "a waiting close left the crawl before writing its close"
+                assert seen.counts().leased.get(node, 0) == holding, "a waiting close lost the node's leases"
+            if killed and self.kills < 2:
+                self._killed_while_closing(node, token, finishing)
+                return
+            deadline = time.monotonic() + 30
+            while not ended and time.monotonic() < deadline:
+                time.sleep(closing_module.WAIT_SECONDS)
+                self.clock.advance(closing_module.WAIT_SECONDS)
+            assert ended == [None], f"the close did not end once the store was back: {ended}"
+        assert not s.outage.down
+        with self.seen_store() as seen:
+            assert node not in seen.nodes() and not seen.counts().leased.get(node), "the node stayed in the crawl"
+        self.restarts += 1
+        self.scheduler = self._open()
+        self.given_back_on_tick = False
+
+    def _killed_while_closing(self, node: str, token: str, finishing: dict[int, str]) -> None:
+        """The process dies in the close's wait; it comes back under the same node id once the store is
+        back. A page whose outcome the store never took is fetched again (a stalled write may have
+        landed after its caller gave up on it: the store says which)."""
+        self.outage_over()
+        self.kills += 1
+        with self.seen_store() as seen:
+            seen.leave(node, token)  # its registration is gone (a dead pid): the id is free again
+            states = seen.states()
+        for frontier_id, url in finishing.items():
+            if frontier_id in states and states[frontier_id].state in (QUEUED, LEASED):
+                self.done.remove(url)  # its ack died with the process
+        assert self.scheduler.backend is not None
+        self.scheduler.backend.close()
+        self.scheduler = self._open()
+        self.given_back_on_tick = False
+
+    @contextlib.contextmanager
+    def seen_store(self) -> Iterator[FrontierBackend]:
+        """The store as another process reads it (not through the outage)."""
+        seen = self.direct_store()
+        seen.open()
+        try:
+            yield seen
+        finally:
+            seen.close()
+
+
+class RedisClosingInAnOutageMachine(ClosingInAnOutageMachine, RedisSchedulerMachine):
+    KINDS = ("cut", "stall", "blackhole")
+
+    def __init__(self) -> None:
+        real = redis_url()
+        self.real_url = real
+        self.proxy = FaultProxy(int(real.rsplit(":", 1)[1].split("/")[0])).__enter__()
+        self.proxied = self.proxy.url(db=int(real.rsplit("/", 1)[1] or 0))
+        super().__init__()
+
+    def store_settings(self) -> dict[str, Any]:
+        return {**super().store_settings(), "RECORDHOUND_REDIS_URL": self.proxied}
+
+    def start_outage(self, kind: str, seconds: float) -> None:
+        getattr(self.proxy, kind)(seconds)
+
+    def outage_over(self) -> None:
+        self.proxy.wait_healed()
+
+    def direct_store(self) -> FrontierBackend:
+        return make_backend(replace(self.scheduler.config, redis_url=self.real_url), PauseSpider.name, timeout=5.0)
+
+    def teardown(self) -> None:
+        try:
+            self.proxy.wait_healed()
+            super().teardown()
+        finally:
+            self.proxy.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("machine", [ClosingInAnOutageMachine, RedisClosingInAnOutageMachine],
+                         ids=["embedded", "redis"])
+def test_a_graceful_stop_in_a_frontier_outage_waits_for_the_store_and_loses_no_request(
+        machine: type[SchedulerMachine]) -> None:
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=25, stateful_step_count=30, deadline=None, database=None))
 
 
 MAX_EXAMPLES = {SchedulerMachine: 60, RedisSchedulerMachine: 30}
