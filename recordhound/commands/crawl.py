@@ -5,7 +5,7 @@ Scrapy's own command reports an exception raised while the crawler starts (Redis
 PostgreSQL unreachable, an invalid profile) as tracebacks, several times over. A
 :class:`~recordhound.exceptions.RecordhoundError` is a message written for the user: it is
 printed once, as ``error: ...``, and the exit code is 1. ``-s LOG_LEVEL=DEBUG`` still logs the
-traceback. Anything else keeps Scrapy's behaviour.
+traceback. Anything else keeps Scrapy's behaviour: the error and its traceback, logged once.
 
 A second Ctrl-C (SIGINT or SIGTERM) stops the reactor with the crawl still closing, maybe inside a
 call of the store's writer that a silent database holds: Python's exit would then join that call's
@@ -125,11 +125,13 @@ class Command(ScrapyCrawl):
         return None
 
     def _on_done(self, task: asyncio.Future[Any]) -> None:
-        if task.cancelled() or task.exception() is None:
+        if task.cancelled() or (exc := task.exception()) is None:
             return
-        error = user_error(task.exception())
+        error = user_error(exc)
         if error is not None:
-            self._report(error, task.exception())
+            self._report(error, exc)
+        else:  # Scrapy's report (asyncio's, of an error nobody read: reading it here took that away)
+            logger.error("The crawl failed: %s: %s", type(exc).__name__, exc, exc_info=exc)
 
     def _report(self, error: RecordhoundError, exc: BaseException | None) -> None:
         self._error = error

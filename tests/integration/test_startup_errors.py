@@ -61,3 +61,14 @@ def test_a_postgresql_that_never_answers_is_one_line_and_exit_1_not_a_hang(tmp_p
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith("error: cannot reach the product database"), result.stderr[-2000:]
     assert "timeout" in errors[0], errors
+
+
+def test_any_other_start_up_error_is_logged_once_with_its_traceback_and_exit_1(tmp_path: Path) -> None:
+    """An error that is not recordhound's own (here a component whose module does not exist) keeps
+    Scrapy's report: the error and its traceback, once. Before, the crawl exited 1 without a word
+    (reading the task's error for a user error kept asyncio from logging it)."""
+    result = run_crawl(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite3'}", "-a", "source=demo",
+                       "-s", 'EXTENSIONS={"no_such_module.Ext": 500}', timeout=60)
+    assert result.returncode == 1
+    assert "The crawl failed: ModuleNotFoundError: No module named 'no_such_module'" in result.stderr, result.stderr[-3000:]
+    assert result.stderr.count("Traceback (most recent call last)") == 1, result.stderr[-3000:]
