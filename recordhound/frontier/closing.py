@@ -87,7 +87,7 @@ def _written_back(s: FrontierScheduler, reason: str) -> bool:
             raise  # the close fails (Scrapy logs it), as it did before
         s.backend_error(exc)  # an outage: counted, said, retried with backoff
         return False
-    s.outage.recovered()
+    s.outage.recovered("the close is written")
     return True
 
 

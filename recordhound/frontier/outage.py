@@ -45,10 +45,10 @@ class Outage:
         """Whether the tick should try the store now (down, and the backoff has passed)."""
         return self.since is not None and time.monotonic() >= self._retry_at
 
-    def recovered(self) -> None:
+    def recovered(self, then: str = "resuming") -> None:
         if self.since is None:
             return
-        logger.warning("Frontier backend is reachable again after %.1f s; resuming", time.monotonic() - self.since)
+        logger.warning("Frontier backend is reachable again after %.1f s; %s", time.monotonic() - self.since, then)
         self.since = None
         self._tries = 0
         self.pause.release(REASON)

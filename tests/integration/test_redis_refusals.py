@@ -228,6 +228,8 @@ def _waits_for_room_then_closes(setup: CrawlSetup, crawler: Crawler, server: Red
     log = setup.log("crawl")
     assert "Traceback" not in log and "cannot fix" not in log and "Scheduler close failure" not in log, log[-3000:]
     assert f"Frontier closed ({reason})" in log, log[-3000:]
+    closing = log[log.index(f"Closing spider ({reason})"):]
+    assert "; resuming" not in closing, closing[-3000:]  # the close said what it did once Redis had room
     backend = setup.backend()
     try:
         assert not backend.nodes() and not backend.counts().leased_total, "the node left the crawl, leases returned"
