@@ -19,11 +19,13 @@ import pytest
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.truth import build_truth
+from recordhound.jobs.orphans import LOOK_SECONDS
 from tests.integration.crawlers import kill_group_if_running, process_state, wait_for_pages
 from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
 from tests.services import TRUSTED, PostgresDatabase
 
 RELEASES, SEED = 200, 12
+STOP_SECONDS = 8  # the worker's stop time, in the tests that kill a worker while its crawl stops
 
 
 @pytest.fixture
@@ -192,5 +194,65 @@ def test_a_worker_killed_takes_its_crawl_with_it_and_the_next_worker_resumes_the
         ran = _cli(tmp_path, database, "worker", "--once", *TRUSTED)
         assert ran.returncode == 0 and _jobs(tmp_path, database)[0]["status"] == "done", ran.stderr[-3000:]
         assert "taken over" in ran.stderr, ran.stderr[-3000:]
+        assert_product_db_matches(database, shop.truth())
+        assert_ids_consecutive(database)
+
+
+@pytest.mark.parametrize("writer_answers", [True, False], ids=["writer answers", "writer silent"])
+def test_a_worker_killed_while_its_crawl_stops_lets_that_stop_run_its_course(
+        writer_answers: bool, tmp_path: Path, database: str) -> None:
+    """The job is stopped (the worker sends SIGTERM) and the crawl closes, its writer slow to record the
+    crawl's end (frozen there); then the worker is killed. The crawl's stop is under way already: losing
+    its worker must not turn it into a forced one (a second SIGTERM) at once, only after the worker's
+    stop time, as the worker itself would have. A writer that answers lets the close end as usual; one
+    that stays silent past the stop time is left (the forced stop). Either way the next worker completes
+    the job, the product DB matching the shop's truth."""
+    with ShopProcess(RELEASES, seed=SEED, throttle=("--latency", "0.1")) as shop:
+        assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+        [job] = _jobs(tmp_path, database)
+        worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED,
+                                   "-s", "RECORDHOUND_WORKER_POLL_SECONDS=0.2",
+                                   "-s", f"RECORDHOUND_WORKER_STOP_SECONDS={STOP_SECONDS}"], cwd=tmp_path,
+                                  env=_env(database, "store.end_recorded=stop"), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        crawl: int | None = None
+        writer: int | None = None
+        try:
+            wait_for_pages(shop, 40)
+            crawl = int(subprocess.run(["pgrep", "-P", str(worker.pid), "-f", "scrapy"], capture_output=True,
+                                       text=True).stdout.split()[0])
+            assert _cli(tmp_path, database, "job", "stop", str(job["id"])).returncode == 0
+            deadline = time.monotonic() + 60
+            while writer is None:
+                assert time.monotonic() < deadline, "the crawl's writer never reached the crawl's end"
+                children = subprocess.run(["pgrep", "-P", str(crawl)], capture_output=True, text=True).stdout.split()
+                writer = next((int(pid) for pid in children if process_state(int(pid)) == "T"), None)
+                time.sleep(0.1)
+            worker.kill()
+            worker.wait(30)
+            time.sleep(3 * LOOK_SECONDS)  # the crawl has seen its worker gone
+            assert process_state(crawl) not in (None, "Z"), "a stop under way was forced when the worker went"
+            if writer_answers:
+                os.kill(writer, signal.SIGCONT)
+            deadline = time.monotonic() + STOP_SECONDS + 30
+            while process_state(crawl) not in (None, "Z"):
+                assert time.monotonic() < deadline, "the crawl's close did not end once its writer answered"
+                time.sleep(0.1)
+        finally:
+            for pid in (writer, crawl):
+                if pid is not None and process_state(pid) not in (None, "Z"):
+                    os.kill(pid, signal.SIGKILL)
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+        log = (tmp_path / ".recordhound" / "logs" / f"job-{job['id']}.log").read_text()
+        assert "Traceback" not in log, log[-3000:]
+        if writer_answers:
+            assert "Frontier closed (shutdown)" in log, log[-3000:]
+            assert "forcing unclean shutdown" not in log and "leaving without waiting" not in log, log[-3000:]
+        else:
+            assert "leaving without waiting for the store's writer" in log, log[-3000:]
+        ran = _cli(tmp_path, database, "worker", "--once", *TRUSTED)
+        assert ran.returncode == 0 and _jobs(tmp_path, database)[0]["status"] == "done", ran.stderr[-3000:]
         assert_product_db_matches(database, shop.truth())
         assert_ids_consecutive(database)
