@@ -179,6 +179,24 @@ def test_the_renewer_thread_keeps_leases_alive_while_the_caller_is_busy(
     assert backend.release([x.lease for x in held]) == 0  # and the old leases are fenced off
 
 
+def test_a_renewer_round_registers_its_node_again_unless_told_to_stop(backend: FrontierBackend) -> None:
+    """The store lost the node's registration (a Redis restored from an older snapshot): the renewer's
+    next round registers it again. Once the node leaves the crawl at its close (the renewer told to stop
+    first), a round still running must not: the node would stay registered after it left."""
+    from recordhound.frontier.renewer import Renewer
+    from recordhound.frontier.nodes import this_process
+
+    renewer = Renewer(lambda: backend, "n1", "tok", 30.0)
+    assert backend.claim_node("n1", this_process("tok"), None)
+    backend.leave("n1", "tok")  # lost by the store
+    renewer.renew(backend)
+    assert list(backend.nodes()) == ["n1"] and not renewer.taken
+    backend.leave("n1", "tok")  # the node's own leave, its renewer told to stop before (Upkeep.stop)
+    renewer._stop.set()
+    renewer.renew(backend)  # a round that was under way
+    assert backend.nodes() == {}
+
+
 def _reopen(backend: FrontierBackend, tmp_path: Path) -> FrontierBackend:
     """A second connection to the same frontier (the renewer has its own)."""
     if isinstance(backend, SqliteFrontier):
