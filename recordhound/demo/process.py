@@ -10,7 +10,7 @@ import urllib.request
 from types import TracebackType
 from typing import Any
 
-from recordhound.children import sigint_ignored
+from recordhound.children import sigint_ignored_by_children
 from recordhound.exceptions import RecordhoundError
 
 READY_PREFIX = "recordhound demo shop serving"
@@ -29,10 +29,14 @@ class ShopProcess:
         self.url = ""
 
     def start(self) -> ShopProcess:
-        with sigint_ignored():  # a terminal's Ctrl-C does not take the shop away under a crawl's graceful stop
-            self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
+        try:
+            with sigint_ignored_by_children():  # a terminal's Ctrl-C does not take the shop away under a
+                self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)  # graceful stop
+            assert self.process.stdout is not None
+            line = self.process.stdout.readline()
+        except BaseException:  # a Ctrl-C meanwhile: the shop (which ignores it) goes too
+            self.stop()
+            raise
         if not line.startswith(READY_PREFIX):
             self.stop()
             raise RecordhoundError(f"the demo shop did not start (printed {line!r})")

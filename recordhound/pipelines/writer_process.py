@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from recordhound.catalog import worker
 from recordhound.catalog.result import BatchResult
-from recordhound.children import sigint_ignored
+from recordhound.children import sigint_ignored_by_children
 from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.exceptions import reason
 from recordhound.items import FieldProblem, Offer, Release
@@ -347,7 +347,7 @@ def _said_when_slow(doing: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _spawning() -> Iterator[None]:
-    with sigint_ignored(), _main_module_hidden():
+    with sigint_ignored_by_children(), _main_module_hidden():
         yield
 
 
