@@ -113,7 +113,8 @@ def request(engine: Engine, job_id: int, action: str) -> Job:
 
 def claim(engine: Engine, worker: str, lease_seconds: float, alive: Callable[[str], bool]) -> Job | None:
     """Take the first job to run: queued, a schedule come due, or held by a worker that is gone
-    (its heartbeat is older than ``lease_seconds``, or ``alive`` says its process is not)."""
+    (its heartbeat is older than ``lease_seconds``, or ``alive`` says its process is not). A job being
+    stopped whose worker is gone is stopped, not taken."""
     now = time.time()
     with engine.begin() as conn:
         lock_for_writing(conn)
@@ -122,6 +123,9 @@ def claim(engine: Engine, worker: str, lease_seconds: float, alive: Callable[[st
             job = dict(meta.get(KEY) or {})
             if not job or not _runnable(job, now, lease_seconds, alive):
                 continue
+            if job.get("status") == states.STOPPING:  # its worker went before it could end it: a person's
+                _write(conn, source_id, meta, {**job, "status": states.STOPPED, "finished_at": now, "pid": None})
+                continue  # stop stands (before, the next worker took the job over and ran it on)
             taken = {**job, "status": states.RUNNING, "worker": worker, "heartbeat": now, "started_at": now,
                      "attempts": int(job.get("attempts") or 0) + 1, "first_page_at": None, "finished_at": None,
                      "taken_over": job.get("worker") if job.get("status") in states.HELD else None}

@@ -203,10 +203,11 @@ def test_a_worker_killed_while_its_crawl_stops_lets_that_stop_run_its_course(
         writer_answers: bool, tmp_path: Path, database: str) -> None:
     """The job is stopped (the worker sends SIGTERM) and the crawl closes, its writer slow to record the
     crawl's end (frozen there); then the worker is killed. The crawl's stop is under way already: losing
-    its worker must not turn it into a forced one (a second SIGTERM) at once, only after the worker's
-    stop time, as the worker itself would have. A writer that answers lets the close end as usual; one
-    that stays silent past the stop time is left (the forced stop). Either way the next worker completes
-    the job, the product DB matching the shop's truth."""
+    its worker must not turn it into a forced one (a second SIGTERM) at once; an orphan is forced only
+    after the worker's stop time (the time a stopping worker gives its crawl). A writer that answers lets
+    the close end as usual; one silent past that time is left. Either way the job stays stopped (the
+    next worker does not run it on: the person's stop stands), and once resumed the next worker completes
+    it, the product DB matching the shop's truth."""
     with ShopProcess(RELEASES, seed=SEED, throttle=("--latency", "0.1")) as shop:
         assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
         [job] = _jobs(tmp_path, database)
@@ -236,12 +237,13 @@ def test_a_worker_killed_while_its_crawl_stops_lets_that_stop_run_its_course(
                 os.kill(writer, signal.SIGCONT)
             deadline = time.monotonic() + STOP_SECONDS + 30
             while process_state(crawl) not in (None, "Z"):
-                assert time.monotonic() < deadline, "the crawl's close did not end once its writer answered"
+                assert time.monotonic() < deadline, "the crawl did not leave (its close, or its forced stop)"
                 time.sleep(0.1)
         finally:
-            for pid in (writer, crawl):
-                if pid is not None and process_state(pid) not in (None, "Z"):
-                    os.kill(pid, signal.SIGKILL)
+            if crawl is not None and process_state(crawl) not in (None, "Z"):
+                os.killpg(crawl, signal.SIGKILL)  # the crawl leads a session of its own, its writer in it
+            if writer is not None and process_state(writer) not in (None, "Z"):
+                os.kill(writer, signal.SIGKILL)
             if worker.poll() is None:
                 worker.kill()
                 worker.wait()
@@ -252,6 +254,9 @@ def test_a_worker_killed_while_its_crawl_stops_lets_that_stop_run_its_course(
             assert "forcing unclean shutdown" not in log and "leaving without waiting" not in log, log[-3000:]
         else:
             assert "leaving without waiting for the store's writer" in log, log[-3000:]
+        ran = _cli(tmp_path, database, "worker", "--once", *TRUSTED)
+        assert ran.returncode == 0 and _jobs(tmp_path, database)[0]["status"] == "stopped", ran.stderr[-3000:]
+        assert _cli(tmp_path, database, "job", "resume", str(job["id"])).returncode == 0
         ran = _cli(tmp_path, database, "worker", "--once", *TRUSTED)
         assert ran.returncode == 0 and _jobs(tmp_path, database)[0]["status"] == "done", ran.stderr[-3000:]
         assert_product_db_matches(database, shop.truth())

@@ -680,6 +680,18 @@ class ClosingInAnOutageMachine(SchedulerMachine):
     def direct_store(self) -> FrontierBackend:
         return make_backend(self.scheduler.config, PauseSpider.name, timeout=5.0)
 
+    def held_in_store(self, node: str) -> tuple[bool, int]:
+        """(registered, leases held) as another process reads them now, during the outage: a read-only
+        connection (the backend's own open would wait for the file's write lock, until the outage ends)."""
+        assert self.scheduler.backend is not None
+        reader = sqlite3.connect(f"file:{self.scheduler.backend.path}?mode=ro", uri=True)
+        try:
+            registered = reader.execute("SELECT count(*) FROM nodes WHERE node = ?", (node,)).fetchone()[0]
+            leases = reader.execute("SELECT count(*) FROM queue WHERE owner = ?", (node,)).fetchone()[0]
+        finally:
+            reader.close()
+        return bool(registered), leases
+
     def outage_over(self) -> None:
         deadline = time.monotonic() + 30
         while self.locked.is_set() and time.monotonic() < deadline:
@@ -706,9 +718,7 @@ class ClosingInAnOutageMachine(SchedulerMachine):
         if closing is not None:
             ended: list[Any] = []
             closing.addBoth(ended.append)
-            with self.seen_store() as seen:
-                assert node in seen.nodes(), "a waiting close left the crawl before writing its close"
-                assert seen.counts().leased.get(node, 0) == holding, "a waiting close lost the node's leases"
+            assert self.held_in_store(node) == (True, holding), "a waiting close left the crawl or lost its leases"
             if killed:
                 self._killed_while_closing(node, token, finishing)
                 return
@@ -760,7 +770,11 @@ class RedisClosingInAnOutageMachine(ClosingInAnOutageMachine, RedisSchedulerMach
         self.real_url = real
         self.proxy = FaultProxy(int(real.rsplit(":", 1)[1].split("/")[0])).__enter__()
         self.proxied = self.proxy.url(db=int(real.rsplit("/", 1)[1] or 0))
-        super().__init__()
+        try:
+            super().__init__()
+        except BaseException:
+            self.proxy.__exit__(None, None, None)
+            raise
 
     def store_settings(self) -> dict[str, Any]:
         return {**super().store_settings(), "RECORDHOUND_REDIS_URL": self.proxied}
@@ -770,6 +784,10 @@ class RedisClosingInAnOutageMachine(ClosingInAnOutageMachine, RedisSchedulerMach
 
     def outage_over(self) -> None:
         self.proxy.wait_healed()
+
+    def held_in_store(self, node: str) -> tuple[bool, int]:
+        with self.seen_store() as seen:  # Redis itself, not through the proxy
+            return node in seen.nodes(), seen.counts().leased.get(node, 0)
 
     def direct_store(self) -> FrontierBackend:
         return make_backend(replace(self.scheduler.config, redis_url=self.real_url), PauseSpider.name, timeout=5.0)

@@ -41,6 +41,20 @@ def test_a_job_of_a_dead_or_silent_worker_is_taken_over(engine: Engine) -> None:
         store.update_job(engine, taken.id, {"progress": {"done": 1}}, "h:2")  # the old holder is fenced off
 
 
+def test_a_stopping_job_whose_worker_is_gone_ends_stopped_not_run_again(engine: Engine) -> None:
+    """A person stopped the job and its worker died before it could end it: the next worker does not
+    take it over and run it on (before, the person's stop was lost); it ends stopped, for `job resume`."""
+    job = _job(engine)
+    store.claim(engine, "h:1", 30, lambda _: True)
+    assert store.request(engine, job.id, "stop").status == states.STOPPING
+    assert store.claim(engine, "h:2", 30, lambda worker: worker != "h:1") is None
+    stopped = store.get(engine, job.id)
+    assert stopped.status == states.STOPPED and stopped.doc["finished_at"]
+    assert store.request(engine, job.id, "resume").status == states.QUEUED
+    taken = store.claim(engine, "h:2", 30, lambda _: True)
+    assert taken is not None and taken.id == job.id and taken.doc["attempts"] == 2
+
+
 def test_stop_resume_start_and_a_schedule_coming_due(engine: Engine) -> None:
     job = _job(engine)
     assert store.request(engine, job.id, "stop").status == states.STOPPED  # queued: stopped at once
