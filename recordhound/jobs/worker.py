@@ -77,8 +77,8 @@ class Worker:
         logger.info("%s (%s %s): running", job.name, job.doc.get("type"), job.source)
         try:
             outcome = self._run(job)
-        except KeyboardInterrupt:
-            self._end(job, states.QUEUED, None)  # the next worker resumes it
+        except KeyboardInterrupt:  # the worker's own stop: the next worker resumes the job, unless a person
+            self._end(job, states.STOPPED if self._being_stopped(job) else states.QUEUED, None)  # was stopping it
             raise
         except store.JobError as exc:
             logger.warning("%s: %s", job.name, exc)
@@ -88,6 +88,12 @@ class Worker:
             self._end(job, states.FAILED, f"{type(exc).__name__}: {exc}")
             return
         self._end(job, outcome, None)
+
+    def _being_stopped(self, job: store.Job) -> bool:
+        try:
+            return store.get(self.engine, job.id).status == states.STOPPING
+        except Exception:  # noqa: BLE001 - the job store unreachable: the job is queued again, as before
+            return False
 
     def _run(self, job: store.Job) -> str:
         def beat(changes: dict[str, Any]) -> str:

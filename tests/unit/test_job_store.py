@@ -83,3 +83,31 @@ def test_a_new_job_over_a_source_whose_import_failed_mid_file_starts_at_its_firs
     assert again.id == first.id and again.doc["restart"] is True
     store.request(engine, again.id, "stop")
     assert store.request(engine, again.id, "resume").doc["restart"] is False  # resume: where it was
+
+
+def test_a_worker_stopped_while_its_job_is_being_stopped_leaves_it_stopped(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker itself is stopped (Ctrl-C, SIGTERM) while a person's stop of its job is under way: the
+    job ends stopped (before, the worker put it back in the queue and the next worker ran it on); a
+    running job it was stopped in goes back to the queue, as before."""
+    from scrapy.settings import Settings
+
+    from recordhound import settings as project_settings
+    from recordhound.jobs.config import WorkerConfig
+    from recordhound.jobs.worker import Worker
+
+    settings = Settings({name: getattr(project_settings, name) for name in dir(project_settings) if name.isupper()})
+    worker = Worker(engine, settings, WorkerConfig.from_settings(settings), [])
+
+    def interrupted(job: store.Job) -> str:
+        raise KeyboardInterrupt  # the worker's own stop, out of the running job
+    monkeypatch.setattr(worker, "_run", interrupted)
+    for stop_first, ends in ((True, states.STOPPED), (False, states.QUEUED)):
+        job = _job(engine, f"shop-{stop_first}")
+        taken = store.claim(engine, worker.id, 30, lambda _: True)
+        assert taken is not None and taken.id == job.id
+        if stop_first:
+            store.request(engine, job.id, "stop")
+        with pytest.raises(KeyboardInterrupt):
+            worker.run_job(taken)
+        assert store.get(engine, job.id).status == ends
