@@ -32,7 +32,7 @@ from recordhound import preflight
 from recordhound.errors import FATAL_STAT
 from recordhound.exceptions import RecordhoundError
 from recordhound.extensions.health import HEALTH_STAT
-from recordhound.extensions.whole_close import closing
+from recordhound.frontier.engine_access import spider_closing
 from recordhound.jobs import orphans
 from recordhound.pipelines.writer_calls import busy
 from recordhound.pipelines.writer_process import discard_early
@@ -114,7 +114,7 @@ class Command(ScrapyCrawl):
         self.exitcode = self._exit_code(crawler)
         if busy():
             _leave_now(self.exitcode, "the store's writer, in a call that has not returned")
-        if _still_closing(running) or closing(crawler):
+        if _still_closing(running) or spider_closing(crawler):
             _leave_now(self.exitcode, "the crawl's last calls")
 
     def _on_failure(self, failure: Failure) -> Failure | None:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
+from recordhound.frontier.engine_access import spider_closing
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -37,23 +39,13 @@ class WholeClose:
         return ext
 
     async def engine_stopped(self) -> None:
-        if closing(self.crawler):
+        if spider_closing(self.crawler):
             logger.warning("Stopping: the crawl's close under way ends first (it writes what it holds); "
                            "Ctrl-C again to leave at once")
         await close_ended(self.crawler)
 
 
-def closing(crawler: Crawler) -> bool:
-    """The engine is closing its spider (the close has not ended). Not before the engine was built (Scrapy
-    raises then), nor when its slot never was (the scheduler failed to build: no close will come)."""
-    try:
-        engine = crawler.engine
-    except RuntimeError:  # "Crawler.engine is not set yet": the spider or the engine failed to build
-        return False
-    return engine is not None and engine.spider is not None and getattr(engine, "_slot", None) is not None
-
-
 async def close_ended(crawler: Crawler) -> None:
     """Returns once the engine's close under way, if any, has ended."""
-    while closing(crawler):
+    while spider_closing(crawler):
         await asyncio.sleep(LOOK_SECONDS)

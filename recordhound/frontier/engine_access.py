@@ -11,6 +11,8 @@
    its scraper not backing out: ``scraper.slot.needs_backout()``): when nothing downloads and no
    request will start soon, the store writes what waits at once, not at the batch time
    (``pipelines/store.py``).
+5. ``spider_closing``: the engine holds a spider whose close has not ended (``engine.spider`` and
+   ``ExecutionEngine._slot``), for a stop that must wait for that close (``extensions/whole_close.py``).
 
 These are Scrapy internals, kept here only. ``tests/unit/test_engine_access.py`` fails when a
 Scrapy release renames them; without them the crawl still works, only slower to notice.
@@ -70,3 +72,13 @@ def engine_idle(crawler: Crawler) -> bool:
         return False
     scraper_slot = getattr(engine.scraper, "slot", None)
     return not getattr(engine.downloader, "active", True) and scraper_slot is not None and scraper_slot.is_idle()
+
+
+def spider_closing(crawler: Crawler) -> bool:
+    """The engine holds a spider (its close, if begun, has not ended). Not before the engine was built
+    (Scrapy raises then), nor when its slot never was (the scheduler failed to build: no close will come)."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:  # "Crawler.engine is not set yet": the spider or the engine failed to build
+        return False
+    return engine is not None and engine.spider is not None and getattr(engine, "_slot", None) is not None

@@ -95,13 +95,19 @@ class CrawlSetup:
             client.close()
 
 
+def children_of(pid: int, command: str = "") -> list[int]:
+    """The processes whose parent is ``pid`` (whose command line holds ``command``, if given)."""
+    found = subprocess.run(["pgrep", "-P", str(pid), *(("-f", command) if command else ())],
+                           capture_output=True, text=True)
+    return [int(child) for child in found.stdout.split()]
+
+
 class Crawler:
     def __init__(self, process: subprocess.Popen[bytes], stats: Path, log: Any) -> None:
         self.process, self.stats_path, self.log = process, stats, log
 
     def children(self) -> list[int]:
-        found = subprocess.run(["pgrep", "-P", str(self.process.pid)], capture_output=True, text=True)
-        return [int(pid) for pid in found.stdout.split()]
+        return children_of(self.process.pid)
 
     def kill(self) -> list[int]:
         """SIGKILL the crawler; returns its children that are still alive 10 s later."""

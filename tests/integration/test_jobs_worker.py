@@ -20,7 +20,7 @@ from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.truth import build_truth
 from recordhound.jobs.orphans import LOOK_SECONDS
-from tests.integration.crawlers import kill_group_if_running, process_state, wait_for_pages
+from tests.integration.crawlers import children_of, kill_group_if_running, process_state, wait_for_pages
 from tests.integration.truthcheck import assert_ids_consecutive, assert_product_db_matches
 from tests.services import TRUSTED, PostgresDatabase
 
@@ -174,8 +174,7 @@ def test_a_worker_killed_takes_its_crawl_with_it_and_the_next_worker_resumes_the
         crawl: int | None = None
         try:
             wait_for_pages(shop, 40)
-            crawl = int(subprocess.run(["pgrep", "-P", str(worker.pid), "-f", "scrapy"], capture_output=True,
-                                       text=True).stdout.split()[0])
+            crawl = children_of(worker.pid, "scrapy")[0]
             worker.kill()
             worker.wait(30)
             deadline = time.monotonic() + 30
@@ -220,14 +219,12 @@ def test_a_worker_killed_while_its_crawl_stops_lets_that_stop_run_its_course(
         writer: int | None = None
         try:
             wait_for_pages(shop, 40)
-            crawl = int(subprocess.run(["pgrep", "-P", str(worker.pid), "-f", "scrapy"], capture_output=True,
-                                       text=True).stdout.split()[0])
+            crawl = children_of(worker.pid, "scrapy")[0]
             assert _cli(tmp_path, database, "job", "stop", str(job["id"])).returncode == 0
             deadline = time.monotonic() + 60
             while writer is None:
                 assert time.monotonic() < deadline, "the crawl's writer never reached the crawl's end"
-                children = subprocess.run(["pgrep", "-P", str(crawl)], capture_output=True, text=True).stdout.split()
-                writer = next((int(pid) for pid in children if process_state(int(pid)) == "T"), None)
+                writer = next((pid for pid in children_of(crawl) if process_state(pid) == "T"), None)
                 time.sleep(0.1)
             worker.kill()
             worker.wait(30)

@@ -13,6 +13,7 @@ def test_the_engine_still_has_a_slot_with_nextcall() -> None:
     assert "self.nextcall" in inspect.getsource(engine._Slot.__init__)
     assert "self.inprogress" in inspect.getsource(engine._Slot.__init__)  # pages_in_progress
     assert "self.paused" in inspect.getsource(engine.ExecutionEngine.__init__)  # paused
+    assert "self.spider" in inspect.getsource(engine.ExecutionEngine.__init__)  # spider_closing
 
 
 def test_the_downloader_and_scraper_still_expose_what_idleness_is_read_from() -> None:
