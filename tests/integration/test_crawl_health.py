@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 from recordhound.demo.process import ShopProcess
 from tests.integration.dbcheck import ProductDb
 from tests.ports import free_port
-from tests.services import crawl_env, run_crawl
+from tests.services import ROOT, crawl_env, run_crawl
 
 QUICK = ("-s", "RECORDHOUND_RETRY_BASE_SECONDS=0.2", "-s", "RECORDHOUND_RETRY_CAP_SECONDS=0.5")
 
@@ -37,6 +38,8 @@ def test_a_crawl_of_an_unreachable_shop_exits_non_zero_and_marks_the_source_fail
     assert meta["status"] == "failed", meta
     assert "fetched no page" in str(meta["error_message"]) and "download_failed" in str(meta["error_message"])
     assert "fetched no page" in done.stdout  # the summary says which check failed
+    documented = (ROOT / "docs/howto/alerts.md").read_text().split("```text\n", 1)[1].split("\n", 1)[0]
+    assert re.sub(r"\d+", "N", errors[0]) == re.sub(r"\d+", "N", documented), "docs/howto/alerts.md's example line"
 
 
 def test_a_crawl_whose_selectors_find_nothing_fails_and_a_healthy_one_completes(tmp_path: Path) -> None:
