@@ -38,9 +38,11 @@ def leave(s: FrontierScheduler, reason: str) -> Deferred[None] | None:
     The lease renewer goes on until then: a wait longer than the lease does not lose what the node holds."""
     s.upkeep.stop_tick()
     if s.gate is not None:
-        s.gate.close()
+        s.gate.stop_waking()
     if s.backend is None or s.phase == "new":
         s.upkeep.stop()
+        if s.gate is not None:
+            s.gate.close()
         return None  # opening failed: nothing of ours to write back
     try:
         left = s.phase == "broken" or _written_back(s, reason)  # broken: leases come back at restart (or expire)
@@ -70,6 +72,8 @@ def _closed(s: FrontierScheduler) -> None:
     assert s.backend is not None
     s.upkeep.stop()
     s.backend.close()
+    if s.gate is not None:
+        s.gate.close()
 
 
 def _written_back(s: FrontierScheduler, reason: str) -> bool:
@@ -98,6 +102,8 @@ def _write_back(s: FrontierScheduler, reason: str) -> None:
     s.outcomes.forget()
     released = s.backend.release(s.book.leases())
     s.book.clear()
+    if s.gate is not None:
+        s.gate.return_all()  # the politeness slots too: one whose return failed in an outage is still held
     failpoints.hit("frontier.close_released")
     s.inc("released", released)
     counts = s.backend.counts()

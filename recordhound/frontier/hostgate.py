@@ -6,6 +6,13 @@ request can leave by: its response arrived (from the network, a cassette, Scrapy
 any middleware that answers itself), it left the downloader, the engine dropped it, or its lease
 ended (acked, failed, released, dropped). Freeing twice does nothing. Slots also expire, so one
 that no path frees (a killed process) comes back after the download timeout and a margin.
+
+A return that fails (Redis out) is kept and tried again by the next tick once the store answers,
+and the close returns every slot of this node (those included) before it leaves, waiting out an
+outage as the rest of the close does; a store back from an older snapshot has this node's slots
+made the requests in flight again by the next tick. Before, such a slot was held until it expired,
+and a host of a few slots stopped for that long (35 s by default) after a blip of a second, on
+every node.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -37,6 +45,7 @@ class HostGate:
         self.crawler, self.limiter, self.limits, self.holder = crawler, limiter, limits, holder
         self._slots: dict[str, tuple[str, float, int]] = {}  # slot -> (host, when taken, frontier id)
         self._by_lease: dict[int, str] = {}  # frontier id -> its slot
+        self._owed = _Owed()  # what the store's slots still need once it answers
         self._ids = itertools.count(1)
         self._blocked: dict[str, float] = {}  # host -> monotonic time to ask again
         self._wake: Any = None  # twisted's DelayedCall
@@ -99,10 +108,47 @@ class HostGate:
             del self._by_lease[frontier_id]
         try:
             self.limiter.release(host, slot)
-        except Exception as exc:  # noqa: BLE001 - the slot expires on its own; an outage shows on the next call
-            logger.warning("Could not return a politeness slot of %s (%s); it expires on its own", host, exc)
+        except Exception as exc:  # noqa: BLE001 - the limiter's client raises its own error types
+            self._owed.returns[slot] = host
+            logger.warning("Could not return a politeness slot of %s (%s); it is returned once the store "
+                           "answers", host, exc)
+            return
+        self._unblock(host)
+
+    def _unblock(self, host: str) -> None:
         if self._blocked.pop(host, None) is not None:
             engine_access.wake(self.crawler)
+
+    def store_regressed(self) -> None:
+        """The store came back from an older snapshot: a slot returned since is held there again
+        (until it expired, its host waited for nothing); the next ``settle`` puts this node's right."""
+        self._owed.resync = True
+
+    def settle(self) -> None:
+        """The tick, once the store answers: the slots whose return failed are returned, and after a
+        store regression its slots of this node are made the requests in flight. An outage raises; the
+        next tick tries again."""
+        if self.limiter is None:
+            return
+        if self._owed.resync:
+            self.limiter.resync_holder(self.holder, {slot: host for slot, (host, _, _) in self._slots.items()})
+            self._owed = _Owed()
+            for host in list(self._blocked):
+                self._unblock(host)
+        while self._owed.returns:
+            slot, host = next(iter(self._owed.returns.items()))
+            self.limiter.release(host, slot)
+            del self._owed.returns[slot]
+            self._unblock(host)
+
+    def return_all(self) -> None:
+        """At the close, nothing in flight: every slot this node holds in the store, those whose return
+        failed included (an outage raises: the close tries again)."""
+        if self.limiter is not None:
+            self.limiter.forget_holder(self.holder)
+        self._slots.clear()
+        self._by_lease.clear()
+        self._owed = _Owed()
 
     def forget(self, holder: str) -> None:
         """Free the slots a gone process of ``holder`` (a node of this crawl) left behind."""
@@ -119,19 +165,21 @@ class HostGate:
         clock: Any = reactor
         self._wake = clock.callLater(max(0.0, when - time.monotonic()), engine_access.wake, self.crawler)
 
-    def close(self) -> None:
+    def stop_waking(self) -> None:
+        """The close began: no more wake-ups of the engine for a host's slot or token."""
         if self._wake is not None and self._wake.active():
             self._wake.cancel()
-        if self.limiter is None:
-            return
-        for slot, (host, _, _) in list(self._slots.items()):
-            try:
-                self.limiter.release(host, slot)
-            except Exception:  # noqa: BLE001 - shutting down: the slots expire on their own
-                break
-        self._slots.clear()
-        self._by_lease.clear()
-        self.limiter.close()
+
+    def close(self) -> None:
+        self.stop_waking()
+        if self.limiter is not None:
+            self.limiter.close()
+
+
+@dataclass
+class _Owed:
+    returns: dict[str, str] = field(default_factory=dict)  # slot -> host: freed here, its return failed
+    resync: bool = False  # the store lost writes: its slots of this node are to be made the ones in flight
 
 
 def _host(request: Request) -> str:

@@ -74,6 +74,11 @@ class HostLimiter(ABC):
     def forget_holder(self, holder: str) -> None:
         """Free the slots a previous process of ``holder`` left behind (it was killed)."""
 
+    def resync_holder(self, holder: str, held: dict[str, str]) -> None:
+        """Make the slots of ``holder`` exactly ``held`` (slot -> host: its requests in flight), after the
+        store came back from an older snapshot (a slot returned since is held there again). Embedded:
+        the slots live in this process, nothing to do."""
+
     def close(self) -> None: ...
 
 

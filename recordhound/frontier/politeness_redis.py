@@ -101,6 +101,24 @@ return freed
 """
 
 
+# KEYS: slots (of one host)   ARGV: holder slot_ttl key_ttl slot...   (the holder's slots of this host
+# made exactly the slots given: the others removed, the missing ones added with a fresh expiry)
+RESYNC_HOLDER = """
+local now = redis.call('TIME')
+local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
+local mine, keep = ARGV[1] .. '|', {}
+for i = 4, #ARGV do keep[ARGV[i]] = true end
+for _, slot in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(slot, 1, #mine) == mine and not keep[slot] then redis.call('ZREM', KEYS[1], slot) end
+end
+for i = 4, #ARGV do
+  if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then redis.call('ZADD', KEYS[1], clock + tonumber(ARGV[2]), ARGV[i]) end
+end
+if #ARGV >= 4 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
+return 0
+"""
+
+
 class RedisLimiter(HostLimiter):
     def __init__(self, client: redis.Redis, prefix: str, slot_ttl: float) -> None:
         self.r, self.root, self.prefix, self.slot_ttl = client, prefix, f"{prefix}:hosts", slot_ttl
@@ -108,6 +126,7 @@ class RedisLimiter(HostLimiter):
         self._acquire = client.register_script(ACQUIRE)
         self._feedback = client.register_script(FEEDBACK)
         self._forget = client.register_script(FORGET_HOLDER)
+        self._resync = client.register_script(RESYNC_HOLDER)
 
     def _keys(self, host: str) -> list[str]:
         return [f"{self.prefix}:{{{host}}}", f"{self.prefix}:{{{host}}}:slots"]
@@ -150,6 +169,15 @@ class RedisLimiter(HostLimiter):
         for host in self.r.smembers(held):
             self._forget(keys=self._keys(host.decode())[1:], args=[holder])
         self.r.delete(held)
+
+    def resync_holder(self, holder: str, held: dict[str, str]) -> None:
+        hosts = {host.decode() for host in self.r.smembers(self._held(holder))} | set(held.values())
+        for host in hosts:
+            mine = [slot for slot, of in held.items() if of == host]
+            if mine:
+                self._listed.pop((holder, host), None)  # the set naming it may be older too
+                self._list_host(holder, host)
+            self._resync(keys=self._keys(host)[1:], args=[holder, repr(self.slot_ttl), KEY_TTL_SECONDS, *mine])
 
     def rate(self, host: str) -> float:
         value = self.r.hget(self._keys(host)[0], "rate")

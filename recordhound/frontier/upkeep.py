@@ -131,6 +131,8 @@ class Upkeep:
                 return
             self.reach_again()
         s.flush()  # outcomes first: a lease whose ack is written is not the store's to return
+        if s.gate is not None:
+            s.gate.settle()  # slots freed during an outage, or brought back by a store regression
         now = time.monotonic()
         if now - self._clock["reclaim"] >= RECLAIM_EVERY_SECONDS:
             self._reclaim()  # re-syncs too
@@ -198,6 +200,8 @@ class Upkeep:
         logger.warning("The frontier store lost writes of this node (restored from an older snapshot?); "
                        "re-sending what the requests in hand queued before their outcomes are written")
         s.inc("store_regressions")
+        if s.gate is not None:
+            s.gate.store_regressed()
         self.seen.clear()
         for entry in s.book.children() + s.buffer.kept:
             if entry.fingerprint not in s.buffer.fingerprints:

@@ -81,6 +81,19 @@ class CrawlSetup:
         finally:
             backend.close()
 
+    def slots_held(self) -> dict[str, int]:
+        """Politeness slots held in Redis now, per holder ("crawl:node")."""
+        client = connect(self.redis_url)
+        try:
+            held: dict[str, int] = {}
+            for key in client.scan_iter(match=f"{self.prefix}:hosts:*:slots", count=1000):
+                for slot in client.zrange(key, 0, -1):
+                    holder = slot.decode().rsplit("|", 1)[0]
+                    held[holder] = held.get(holder, 0) + 1
+            return held
+        finally:
+            client.close()
+
     def cleanup(self) -> None:
         if self.redis_url:
             backend = self.backend()
