@@ -1,6 +1,6 @@
 """A node leaves the crawl at its close: its last outcomes written, its unstarted leases returned (a
-graceful return: no attempt counted), the crawl marked completed when it drained, the node out of the
-crawl's registry.
+graceful return: no attempt counted), its politeness slots returned (those whose return failed in an
+outage too), the crawl marked completed when it drained, the node out of the crawl's registry.
 
 A store that refuses or cannot be reached then (Redis full, restarting, failing over) is an outage,
 as it is mid-crawl: the close waits for it and says so, trying again with the outage's backoff, after
