@@ -92,6 +92,11 @@ class FaultProxy:
     def outage(self, kind: str, seconds: float) -> None:
         {CUT: self.cut, STALL: self.stall, BLACKHOLE: self.blackhole}[kind](seconds)
 
+    def heal(self) -> None:
+        """End the outage now (as if its time were up)."""
+        with self._lock:
+            self._until = time.monotonic()
+
     def wait_healed(self) -> None:
         while self.mode() != PASS:
             time.sleep(POLL_SECONDS)

@@ -119,14 +119,15 @@ class HostGate:
         if self._blocked.pop(host, None) is not None:
             engine_access.wake(self.crawler)
 
-    def store_regressed(self) -> None:
-        """The store came back from an older snapshot: a slot returned since is held there again
-        (until it expired, its host waited for nothing); the next ``settle`` puts this node's right."""
+    def recheck(self) -> None:
+        """The store may have lost writes (it came back from an older snapshot, or after a reconnect):
+        a slot returned since would be held there again (until it expired, its host waited for
+        nothing); the next ``settle`` makes this node's slots there its requests in flight."""
         self._owed.resync = True
 
     def settle(self) -> None:
         """The tick, once the store answers: the slots whose return failed are returned, and after a
-        store regression its slots of this node are made the requests in flight. An outage raises; the
+        store regression or a reconnect its slots of this node are made the requests in flight. An outage raises; the
         next tick tries again."""
         if self.limiter is None:
             return

@@ -172,10 +172,11 @@ class RedisLimiter(HostLimiter):
 
     def resync_holder(self, holder: str, held: dict[str, str]) -> None:
         hosts = {host.decode() for host in self.r.smembers(self._held(holder))} | set(held.values())
+        for listed in [key for key in self._listed if key[0] == holder]:
+            del self._listed[listed]  # the set naming its hosts may be older too: listed again at the next acquire
         for host in hosts:
             mine = [slot for slot, of in held.items() if of == host]
             if mine:
-                self._listed.pop((holder, host), None)  # the set naming it may be older too
                 self._list_host(holder, host)
             self._resync(keys=self._keys(host)[1:], args=[holder, repr(self.slot_ttl), KEY_TTL_SECONDS, *mine])
 

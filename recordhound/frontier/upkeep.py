@@ -174,6 +174,8 @@ class Upkeep:
                                    "its leases are that process's now: this one stops")
         if connections != self._marks["connections"] or reconciled.released or reconciled.gone:
             self.seen.clear()  # the store may have lost what this process wrote last
+            if s.gate is not None:
+                s.gate.recheck()  # its slots too (the next tick)
         self._marks["connections"] = connections
         for lease in reconciled.gone:
             if s.gate is not None:
@@ -201,7 +203,7 @@ class Upkeep:
                        "re-sending what the requests in hand queued before their outcomes are written")
         s.inc("store_regressions")
         if s.gate is not None:
-            s.gate.store_regressed()
+            s.gate.recheck()
         self.seen.clear()
         for entry in s.book.children() + s.buffer.kept:
             if entry.fingerprint not in s.buffer.fingerprints:
