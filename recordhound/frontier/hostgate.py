@@ -127,8 +127,8 @@ class HostGate:
 
     def settle(self) -> None:
         """The tick, once the store answers: the slots whose return failed are returned, and after a
-        store regression or a reconnect its slots of this node are made the requests in flight. An outage raises; the
-        next tick tries again."""
+        store regression or a reconnect its slots of this node are made the requests in flight. An
+        outage raises; the next tick tries again."""
         if self.limiter is None:
             return
         if self._owed.resync:
@@ -136,8 +136,7 @@ class HostGate:
             self._owed = _Owed()
             for host in list(self._blocked):
                 self._unblock(host)
-        while self._owed.returns:
-            slot, host = next(iter(self._owed.returns.items()))
+        for slot, host in list(self._owed.returns.items()):
             self.limiter.release(host, slot)
             del self._owed.returns[slot]
             self._unblock(host)
@@ -145,8 +144,7 @@ class HostGate:
     def return_all(self) -> None:
         """At the close, nothing in flight: every slot this node holds in the store, those whose return
         failed included (an outage raises: the close tries again)."""
-        if self.limiter is not None:
-            self.limiter.forget_holder(self.holder)
+        self.forget(self.holder)
         self._slots.clear()
         self._by_lease.clear()
         self._owed = _Owed()

@@ -76,8 +76,8 @@ class HostLimiter(ABC):
 
     def resync_holder(self, holder: str, held: dict[str, str]) -> None:
         """Make the slots of ``holder`` exactly ``held`` (slot -> host: its requests in flight), after the
-        store came back from an older snapshot (a slot returned since is held there again). Embedded:
-        the slots live in this process, nothing to do."""
+        store may have lost writes (an older snapshot, a reconnect: a slot returned since is held there
+        again). Embedded: the slots live in this process, nothing to do."""
 
     def close(self) -> None: ...
 

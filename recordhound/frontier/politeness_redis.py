@@ -91,18 +91,9 @@ redis.call('EXPIRE', KEYS[1], ARGV[4])
 return tostring(new)
 """
 
-# KEYS: slots (of one host)   ARGV: holder   (a holder that is gone: its slots of this host, O(slots))
-FORGET_HOLDER = """
-local freed, mine = 0, ARGV[1] .. '|'
-for _, slot in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  if string.sub(slot, 1, #mine) == mine then freed = freed + redis.call('ZREM', KEYS[1], slot) end
-end
-return freed
-"""
-
-
 # KEYS: slots (of one host)   ARGV: holder slot_ttl key_ttl slot...   (the holder's slots of this host
-# made exactly the slots given: the others removed, the missing ones added with a fresh expiry)
+# made exactly the slots given: the others removed, the missing ones added with a fresh expiry; no slot
+# given: a holder that is gone or leaves, all its slots of this host freed; O(slots))
 RESYNC_HOLDER = """
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
@@ -125,7 +116,6 @@ class RedisLimiter(HostLimiter):
         self._listed: dict[tuple[str, str], float] = {}  # (holder, host) -> when its set last named the host
         self._acquire = client.register_script(ACQUIRE)
         self._feedback = client.register_script(FEEDBACK)
-        self._forget = client.register_script(FORGET_HOLDER)
         self._resync = client.register_script(RESYNC_HOLDER)
 
     def _keys(self, host: str) -> list[str]:
@@ -167,7 +157,7 @@ class RedisLimiter(HostLimiter):
     def forget_holder(self, holder: str) -> None:
         held = self._held(holder)
         for host in self.r.smembers(held):
-            self._forget(keys=self._keys(host.decode())[1:], args=[holder])
+            self._set_slots(holder, host.decode(), [])
         self.r.delete(held)
 
     def resync_holder(self, holder: str, held: dict[str, str]) -> None:
@@ -178,7 +168,10 @@ class RedisLimiter(HostLimiter):
             mine = [slot for slot, of in held.items() if of == host]
             if mine:
                 self._list_host(holder, host)
-            self._resync(keys=self._keys(host)[1:], args=[holder, repr(self.slot_ttl), KEY_TTL_SECONDS, *mine])
+            self._set_slots(holder, host, mine)
+
+    def _set_slots(self, holder: str, host: str, slots: list[str]) -> None:
+        self._resync(keys=self._keys(host)[1:], args=[holder, repr(self.slot_ttl), KEY_TTL_SECONDS, *slots])
 
     def rate(self, host: str) -> float:
         value = self.r.hget(self._keys(host)[0], "rate")

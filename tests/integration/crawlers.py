@@ -16,6 +16,7 @@ import sqlalchemy
 
 from recordhound.config import FrontierConfig
 from recordhound.frontier.backend import Counts, FrontierBackend
+from recordhound.frontier.politeness import holder_of
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.frontier.sqlite import SqliteFrontier
 from recordhound.redis_client import connect, crawl_prefix
@@ -88,7 +89,7 @@ class CrawlSetup:
             held: dict[str, int] = {}
             for key in client.scan_iter(match=f"{self.prefix}:hosts:*:slots", count=1000):
                 for slot in client.zrange(key, 0, -1):
-                    holder = slot.decode().rsplit("|", 1)[0]
+                    holder = holder_of(slot.decode())
                     held[holder] = held.get(holder, 0) + 1
             return held
         finally:
