@@ -3,7 +3,11 @@
 Each test makes the crawler SIGKILL itself at one crash point (``recordhound/failpoints.py``),
 checks that it died there (exit by SIGKILL), restarts it, and then compares the product DB
 (PostgreSQL, so sequences are checked too) with the demo shop's truth field by field; ``failed``
-must hold exactly the shop's fault pages and ``frontier verify`` must find nothing.
+must hold exactly the shop's fault pages and ``frontier verify`` must find nothing. On the Redis
+frontier the crawls are polite (``POLITE``: two slots per host, held in Redis) and, after the resume,
+no slot is left held: the killed node's slots in flight are freed when the same node id joins again,
+and the download timeout is long enough (a slot expires after it) that a slot left would stall the
+resumed crawl past its time limit instead of expiring unseen.
 
 The same while the crawl is paused by back-pressure (``store.backpressure_paused``: items wait
 for a product store made slow on purpose): killed there, it resumes with a normal store; stopped
@@ -41,6 +45,7 @@ SLOW_STORE = (  # 50 items/s, several times slower than the crawl: it pauses for
     "RECORDHOUND_STORE_DELAY_PER_ITEM_SECONDS=0.02", "RECORDHOUND_STORE_MAX_WAITING_ITEMS=40",
     "CONCURRENT_REQUESTS=16", "CONCURRENT_REQUESTS_PER_DOMAIN=16")
 PAUSED = "store.backpressure_paused=%s@3"  # the third pause: batches stored and acked under back-pressure before it
+POLITE = ("RECORDHOUND_POLITENESS_CONCURRENCY=2", "DOWNLOAD_TIMEOUT=300")  # a slot expires 305 s after it was taken
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +76,11 @@ def test_kill_at_crash_point_then_resume_matches_the_truth(
 ) -> None:
     setup = CrawlSetup(tmp_path, shop.url, product_db, redis_url() if kind == "redis" else "")
     try:
-        crash_then_resume(setup, tmp_path, f"{point}=kill@{POINTS[point]}", *STORE)
+        crash_then_resume(setup, tmp_path, f"{point}=kill@{POINTS[point]}", *STORE,
+                          *(POLITE if kind == "redis" else ()))
         assert_crawl_matches_truth(setup, shop.truth())
+        if kind == "redis":
+            assert setup.slots_held() == {}, "politeness slots left held after the resumed crawl"
     finally:
         setup.cleanup()
 
