@@ -28,18 +28,24 @@ def write_batch(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> l
     targets: list[tuple[str, str | int | None]] = []  # per job: (kind, name key to find or create | into | None)
     wanted: dict[str, dict[str, str]] = {}  # kind → name key → name, in job order
     merges: dict[str, set[int]] = {}
+    spelled = _spelled(conn, jobs, entries)  # kind → spelling → its entity (id, or the key of one this batch creates)
     for job in jobs:
         entry = entries[int(job["entry_id"])]
         kind, action = entry["kind"], job["action"]
+        target: str | int | None = None
         if action == "merge":
             merges.setdefault(kind, set()).add(int(job["into"]))
-            targets.append((kind, int(job["into"])))
+            target = int(job["into"])
         elif action in ("approve", "edit"):
-            name = job["fields"].get("name", entry["name"]).strip() if action == "edit" else entry["name"]
-            wanted.setdefault(kind, {}).setdefault(name_key(name), name)
-            targets.append((kind, name_key(name)))
-        else:
-            targets.append((kind, None))
+            name = _name(job, entry)
+            target = spelled.setdefault(kind, {}).get(name)  # a synonym first (the gate's order), then the key
+            if target is None:
+                target = name_key(name)
+                wanted.setdefault(kind, {}).setdefault(target, name)
+        targets.append((kind, target))
+        if target is not None:  # its spellings are synonyms for the jobs after it, as one by one
+            for spelling in ([] if action == "merge" else [_name(job, entry)]) + list(entry["spellings"]):
+                spelled.setdefault(kind, {}).setdefault(spelling, target)
     ids = {kind: _find_or_create(conn, kind, names) for kind, names in wanted.items()}
     for kind, into in merges.items():
         missing = sorted(into - entities.existing(conn, kind, into))
@@ -51,6 +57,20 @@ def write_batch(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> l
         outcomes.append({"status": STATUS[job["action"]], "entity_id": entity_id})
     _attach(conn, jobs, entries, outcomes)
     return outcomes
+
+
+def _name(job: Doc, entry: Doc) -> str:
+    return str(job["fields"].get("name", entry["name"])).strip() if job["action"] == "edit" else str(entry["name"])
+
+
+def _spelled(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> dict[str, dict[str, str | int]]:
+    """The names approvals and edits give that are already synonyms: kind → spelling → entity id."""
+    names: dict[str, set[str]] = {}
+    for job in jobs:
+        if job["action"] in ("approve", "edit"):
+            entry = entries[int(job["entry_id"])]
+            names.setdefault(entry["kind"], set()).add(_name(job, entry))
+    return {kind: dict(entities.by_spellings(conn, kind, found)) for kind, found in names.items()}
 
 
 def _find_or_create(conn: Connection, kind: str, names: dict[str, str]) -> dict[str, int]:

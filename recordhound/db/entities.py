@@ -73,9 +73,30 @@ def create_unknown(conn: Connection, kind: str, unknown: dict[str, list[str]]) -
     return created
 
 
+def name_limits(kind: str) -> tuple[int, int]:
+    """The longest name and matching key an entity of ``kind`` holds (its columns' lengths; a name is
+    also a synonym's spelling)."""
+    entity, synonym = ENTITIES[kind].entity.__table__.c, ENTITIES[kind].synonym.__table__.c
+    return min(_length(entity.name), _length(synonym.spelling)), _length(entity.name_key)
+
+
 def exists(conn: Connection, kind: str, entity_id: int) -> bool:
     entity = ENTITIES[kind].entity
     return conn.execute(select(entity.id).where(entity.id == entity_id)).scalar() is not None
+
+
+def find(conn: Connection, kind: str, name: str) -> int | None:
+    """The entity a name stands for, as :func:`match` finds it (by synonym, then by matching key),
+    without recording anything."""
+    tables = ENTITIES[kind]
+    found = _by_synonym(conn, tables, [name]).get(name)
+    return found if found is not None else _by_key(conn, tables, [name]).get(name_key(name))
+
+
+def by_spellings(conn: Connection, kind: str, spellings: Iterable[str]) -> dict[str, int]:
+    """Entities by synonym: spelling → id, for the spellings some entity has."""
+    wanted = sorted(set(spellings))
+    return _by_synonym(conn, ENTITIES[kind], wanted) if wanted else {}
 
 
 def by_key(conn: Connection, kind: str, key: str) -> int | None:
@@ -119,6 +140,10 @@ def known_spellings(conn: Connection, kind: str, spellings: list[str]) -> set[st
 def names(conn: Connection, kind: str) -> dict[int, str]:
     entity = ENTITIES[kind].entity
     return dict(conn.execute(select(entity.id, entity.name)).all())
+
+
+def _length(column: object) -> int:
+    return int(column.type.length)  # type: ignore[attr-defined]  # String columns carry it
 
 
 def _by_synonym(conn: Connection, tables: EntityTables, spellings: list[str]) -> dict[str, int]:

@@ -17,6 +17,7 @@ ACTIONS = {"artist": ("approve", "merge", "skip", "edit"), "label": ("approve", 
 EDITABLE = ("name",)
 SOURCES_KEPT = 20  # origins remembered per entry (the count of waiting items is exact)
 DECIDED = ("approved", "merged", "edited", "skipped", "rejected", "superseded")
+PRICE_CHANGE = ("old_price", "old_currency", "new_price", "new_currency")  # a price entry's whole change
 
 ENTRIES, PENDING, PRICES = "review:entries", "tasks:pending", "tasks:price_changes"
 APPROVED, PROCESSING, COMPLETED, FAILED = "tasks:approved", "tasks:processing", "tasks:completed", "tasks:failed"

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from recordhound.db import entities
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, PARKED, PENDING, PRICES, PROCESSING, REJECTED,
-    ReviewError, Side, _entry, _now, _with_count, waiting,
+    ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, PARKED, PENDING, PRICE_CHANGE, PRICES, PROCESSING,
+    REJECTED, ReviewError, Side, _entry, _now, _with_count, waiting,
 )
+from recordhound.text import name_key
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,8 @@ def _decide(txn: Txn, entry: Doc, action: str, into: int | None, fields: dict[st
     job = {"id": txn.next_id(), "entry_id": entry_id, "kind": entry["kind"],
            "name": entry.get("name"), "action": action, "into": into, "fields": fields or {},
            "created_at": _now(), "attempts": 0, "last_error": None}
+    if entry["kind"] == "price":  # what the reviewer decided on: the apply writes this change, no other
+        job["change"] = {k: entry[k] for k in PRICE_CHANGE}
     failed = txn.get(FAILED, str(entry.get("decision")))
     if entry["status"] == "failed" and failed is not None:  # a new decision replaces the failed one
         txn.move(FAILED, COMPLETED, str(failed["id"]), {
@@ -171,3 +175,16 @@ def _check_decision(entry: Doc, action: str, into: int | None, fields: dict[str,
             raise ReviewError(f"edit can set {', '.join(EDITABLE)}; got {', '.join(unknown) or 'nothing'}")
         if not str(fields.get("name", "")).strip():
             raise ReviewError("edit: name must not be empty")
+        _check_name_fits(entry["kind"], str(fields["name"]).strip())
+
+
+def _check_name_fits(kind: str, name: str) -> None:
+    """The product DB's columns hold the edited name and its matching key (SQLite would store a longer
+    one, PostgreSQL would fail the apply): refused when decided, with the reason."""
+    name_limit, key_limit = entities.name_limits(kind)
+    if len(name) > name_limit:
+        raise ReviewError(f"edit: the new {kind} name is {len(name)} characters long; "
+                          f"the column holds at most {name_limit}")
+    if len(key := name_key(name)) > key_limit:
+        raise ReviewError(f"edit: the new {kind} name is {len(name)} characters long but its matching key is "
+                          f"{len(key)}; the column holds at most {key_limit}")
