@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    DECIDED, ENTRIES, INDEX, PARKED, PENDING, PRICES, REJECTED, SOURCES_KEPT, Origin, Parked, PriceHold,
-    Side, Unknown, _entry, _now, index_key, waiting,
+    DECIDED, ENTRIES, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, SOURCES_KEPT, Origin, Parked,
+    PriceHold, Side, Unknown, _entry, _now, index_key, waiting,
 )
 from recordhound.text import preferred_spelling
 
@@ -67,18 +67,22 @@ class CrawlSide(Side):
             self.store.run(work)
 
     def hold_prices(self, holds: list[PriceHold]) -> int:
-        """Price changes above the threshold wait for a decision; one entry per offer.
+        """Price changes above the threshold wait for a decision; one pending entry per offer.
 
-        Returns how many are (still) waiting; a change to a price already rejected is not asked again."""
+        Returns how many are (still) waiting. Only a pending entry follows the latest price seen;
+        one with a decision (queued, failed, decided) is never changed: another change opens a new
+        entry. The same whole change (old and new price and currency) as the offer's latest entry is
+        not asked again when that entry is rejected, or still waits on its decision (queued, failed)."""
         def work(txn: Txn) -> int:
             held = 0
             for hold in holds:
                 ikey = index_key("price", str(hold.offer_id))
                 ref = txn.get(INDEX, ikey)
                 entry = txn.get(ENTRIES, str(ref["id"])) if ref else None
-                if entry and entry["status"] == "rejected" and entry["new_price"] == hold.new_price:
+                if entry and entry["status"] in WAITING_ON_DECISION + ("rejected",) and _same_change(entry, hold):
+                    held += entry["status"] != "rejected"
                     continue
-                if entry is None or entry["status"] in DECIDED:
+                if entry is None or entry["status"] != "pending":
                     entry = {"id": txn.next_id(), "kind": "price", "created_at": _now(), "attempts": 0,
                              "last_error": None, "status": "pending", "decision": None}
                     txn.put(INDEX, ikey, {"id": entry["id"]})
@@ -88,11 +92,24 @@ class CrawlSide(Side):
                     "old_price": hold.old_price, "new_price": hold.new_price,
                     "old_currency": hold.old_currency, "new_currency": hold.new_currency,
                     "change_pct": hold.change_pct, "sources": [hold.origin.doc()],
-                    "name": f"offer {hold.external_id}: {hold.old_price} → {hold.new_price}"})
+                    "name": f"offer {hold.external_id}: {_shown(hold.old_price, hold.old_currency, hold)} → "
+                            f"{_shown(hold.new_price, hold.new_currency, hold)}"})
                 txn.put(ENTRIES, str(entry["id"]), entry)
                 held += 1
             return held
         return self.store.run(work) if holds else 0
+
+
+WAITING_ON_DECISION = ("queued", "failed")  # decided, not yet applied (or its apply failed)
+
+
+def _same_change(entry: Doc, hold: PriceHold) -> bool:
+    return all(entry[field] == getattr(hold, field) for field in PRICE_CHANGE)
+
+
+def _shown(price: str | None, currency: str | None, hold: PriceHold) -> str:
+    """A price in an entry's name; with its currency when the change is one of currency."""
+    return f"{price} {currency}" if hold.old_currency != hold.new_currency and currency else str(price)
 
 
 def _unindexed(txn: Txn, items: list[Parked]) -> set[tuple[str, str, str]]:
