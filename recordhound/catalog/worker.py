@@ -105,11 +105,13 @@ def ready() -> None:
 
 
 def open_source(name: str, kind: str, location: str, auto_upgrade: bool, started_at: str, call: str = "") -> int:
-    """A crawl begins: the schema brought to the head (``RECORDHOUND_DB_AUTO_UPGRADE``), the source's
-    row (created on its first crawl), its status in progress, and a first crawl sample, all in one
-    transaction. Tried again after a commit whose reply was lost, it records nothing twice (``call``:
-    the call's own id, see ``_record_once``). Its id."""
+    """A crawl begins: the schema brought to the head (``RECORDHOUND_DB_AUTO_UPGRADE``), the id
+    sequences at their tables' ``max(id)`` (``db/ids.py``), the source's row (created on its first
+    crawl), its status in progress, and a first crawl sample, all in one transaction. Tried again
+    after a commit whose reply was lost, it records nothing twice (``call``: the call's own id, see
+    ``_record_once``). Its id."""
     from recordhound.db.engine import writing
+    from recordhound.db.ids import align_sequences
     from recordhound.db.migrate import upgrade
     from recordhound.db.sources import ensure_source
 
@@ -118,6 +120,7 @@ def open_source(name: str, kind: str, location: str, auto_upgrade: bool, started
     if auto_upgrade:
         upgrade(engine)
     with writing(engine) as conn:
+        align_sequences(conn)  # a rollback after a ``setval`` (a kill, an outage) left one ahead
         source_id = ensure_source(conn, name, kind, location)
         _record_once(conn, source_id, call, {"status": "in_progress", "started_at": started_at,
                                              "error_message": None}, {})

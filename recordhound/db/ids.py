@@ -5,8 +5,11 @@ outage, a rejected row), which leaves gaps. Every writer already holds the write
 (``engine.lock_for_writing``) for its whole transaction, so the next free id can be read
 there: a rollback takes the ids back with the rows. The table's sequence is then moved to the
 new maximum (``setval``), so ``max(id)`` and the sequence agree for tools that still insert
-without an id. ``setval`` is not transactional: after a rollback the sequence may be ahead
-until the next committed insert sets it back; no row ever takes its value from it.
+without an id. ``setval`` is not transactional: after a rollback (a kill, an outage, a refused
+row) the sequence may be ahead until the next committed insert sets it back, for good on a table
+that stays empty; so every process that opens the database puts each sequence back at its table's
+``max(id)`` (``align_sequences``, a fresh sequence on an empty table). No row ever takes its value
+from a sequence.
 """
 
 from __future__ import annotations
@@ -31,3 +34,15 @@ def insert_with_ids(conn: Connection, model: type[DeclarativeBase], rows: list[d
         conn.execute(text("SELECT setval(pg_get_serial_sequence(:table, 'id'), :last)"),
                      {"table": table.name, "last": ids[-1]})
     return ids
+
+
+def align_sequences(conn: Connection) -> None:
+    """PostgreSQL: each table's id sequence at its ``max(id)``, or fresh (next value 1) on an empty
+    table. Needs the write lock (a writer's insert and ``setval`` cannot interleave with it)."""
+    if conn.dialect.name != "postgresql":
+        return
+    quote = conn.dialect.identifier_preparer.quote
+    for table in Base.metadata.sorted_tables:
+        if "id" in table.c:
+            conn.execute(text(f"SELECT setval(pg_get_serial_sequence(:table, 'id'), coalesce(max(id), 1), "
+                              f"max(id) IS NOT NULL) FROM {quote(table.name)}"), {"table": table.name})

@@ -114,3 +114,27 @@ def test_kills_around_unparking_released_and_recrawled_items_lose_nothing(env: R
     db = ProductDb(env.database_url)
     assert_ids_consecutive(db)
     db.close()
+
+
+def test_a_kill_before_a_commit_leaves_no_sequence_ahead_of_an_empty_table(env: ReviewEnv, tmp_path: Path) -> None:
+    """The apply worker dies releasing an item (its rows inserted and the sequences moved, not
+    committed); before its job is done again, a crawl brings that item back refused by the schema (a
+    title too long): the item never reaches the product DB, so no insert moves the releases' and
+    offers' sequences back. The next process that opens the database does: every sequence at its
+    table's ``max(id)``, unused on an empty table."""
+    source = env.source()
+    env.seed("artist", "Known Artist")
+    env.writer().write(source, [release("k1", ["Known Artist", "New Artist"])])
+    (entry,) = env.queue.entries()
+    env.queue.decide(entry["id"], "approve")
+    apply = ("apply", "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=1")
+    killed = _run(env, tmp_path, *apply, failpoints="store.before_commit=kill")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    refused = env.writer().write(source, [release("k1", ["Known Artist", "New Artist"], title="T" * 400)])
+    assert refused.counts["invalid"] == 1, dict(refused.counts)
+    time.sleep(1.2)  # the dead apply worker's lease runs out
+    applied = _run(env, tmp_path, *apply)
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    assert env.queue.jobs("failed") == [] and offer_skus(env) == set()
+    assert sorted(name for (name,) in rows(env, "SELECT name FROM artists")) == ["Known Artist", "New Artist"]
+    assert_ids_consecutive(env.database_url)
