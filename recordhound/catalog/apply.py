@@ -5,6 +5,11 @@ synonym is added only when missing, a price only when it is still the old one), 
 entry (decided from now on), release the items it held back through the same writer the
 crawler uses, ack. A worker killed anywhere leaves the job leased; when the lease runs out
 another worker (or the same one, restarted) does it again, and the writes find their rows.
+
+An outage of the product DB or of the review queue (``catalog.errors.is_transient``) fails no job:
+the worker waits (0.5 s doubling to ``OUTAGE_CAP_SECONDS``) and applies the same jobs again, as a
+restarted worker would; only an error of the decision itself (a merge into a missing entity, a value
+the database refuses) fails its job.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from recordhound.db import entities
 from recordhound import failpoints
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.offers import set_price
+from recordhound.backoff import backoff_seconds
+from recordhound.catalog.errors import is_transient
+from recordhound.exceptions import reason
 from recordhound.catalog.apply_batch import write_batch
 from recordhound.catalog.writer import CatalogWriter
 from recordhound.review import gate
@@ -39,6 +47,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 Doc = dict[str, Any]
 Progress = Callable[[Counter[str], float], None]
+OUTAGE_CAP_SECONDS = 30.0  # the longest wait between two tries of a batch while a store is away
+
+
+class Unavailable(Exception):
+    """The product DB or the review queue is away: the batch is tried again (``ApplyWorker.run``)."""
 
 
 def open_worker(settings: BaseSettings) -> ApplyWorker:
@@ -65,6 +78,8 @@ class ApplyWorker:
         Jobs are leased and written in batches of ``batch_size``; ``progress(counts, seconds)``
         is called after each batch."""
         started = last_log = time.monotonic()
+        logger.info("Apply worker %s: applying the decisions of the %s review queue%s", self.name,
+                    self.config.backend, " as they come" if follow else "")
         while stop is None or not stop():
             if self.config.ttl_seconds:
                 for entry_id in self.queue.expire(self.config.ttl_seconds):
@@ -76,7 +91,7 @@ class ApplyWorker:
                     break
                 time.sleep(self.config.poll_seconds)
                 continue
-            self.apply_many(jobs)
+            self._apply_through_outages(jobs, stop)
             if progress is not None:
                 progress(self.counts, time.monotonic() - started)
             if time.monotonic() - last_log >= 10:
@@ -84,6 +99,29 @@ class ApplyWorker:
                 logger.info("Applied %d jobs (%.1f/s), %d failed", self.counts["completed"],
                             self.counts["completed"] / (last_log - started), self.counts["failed"])
         return self.counts
+
+    def _apply_through_outages(self, jobs: list[Doc], stop: Any) -> None:
+        """``apply_many``, again and again while a store is away (its writes are idempotent: what was
+        written is found, a completed job is not acked twice); a stop while waiting leaves the jobs
+        leased (their lease runs out, as a killed worker's)."""
+        attempt = 0
+        while True:
+            try:
+                self.apply_many(jobs)
+                return
+            except Exception as exc:
+                if not isinstance(exc, Unavailable) and not is_transient(exc):  # an ack or a failure not recorded
+                    raise
+                attempt += 1
+                delay = backoff_seconds(attempt, OUTAGE_CAP_SECONDS)
+                logger.warning("The product database or the review queue is unreachable (%s): %d jobs not applied, "
+                               "applying them again in %.1f s (try %d)", exc, len(jobs), delay, attempt)
+                self.counts["outage_waits"] += 1
+                deadline = time.monotonic() + delay
+                while time.monotonic() < deadline:
+                    if stop is not None and stop():
+                        return
+                    time.sleep(min(0.1, delay))
 
     def apply_many(self, jobs: list[Doc]) -> None:
         """Price changes one by one; decisions on names in one transaction (see ``apply_batch``)."""
@@ -99,6 +137,8 @@ class ApplyWorker:
                 lock_for_writing(conn)
                 outcomes = write_batch(conn, names, entries)
         except Exception as exc:  # noqa: BLE001 - one bad job must not fail the others: one by one finds it
+            if is_transient(exc):
+                raise Unavailable(reason(exc)) from exc
             logger.warning("%d decisions could not be written together (%s: %s): applying them one by one",
                            len(names), type(exc).__name__, exc)
             for job in names:
@@ -115,6 +155,8 @@ class ApplyWorker:
             self.queue.settle_many(list(zip(jobs, outcomes)))
             released = self._release_many([int(job["entry_id"]) for job in jobs])
         except Exception as exc:  # noqa: BLE001 - as apply_one: the jobs fail, never the worker
+            if is_transient(exc):
+                raise Unavailable(reason(exc)) from exc
             error = f"{type(exc).__name__}: {exc}"
             logger.error("A batch of %d jobs failed after its writes: %s", len(jobs), error)
             for job in jobs:
@@ -137,6 +179,8 @@ class ApplyWorker:
             self.queue.settle(job, outcome)
             released = self._release(int(job["entry_id"])) if entry["kind"] != "price" else Counter()
         except Exception as exc:  # noqa: BLE001 - any error fails this job, never the worker
+            if is_transient(exc):
+                raise Unavailable(reason(exc)) from exc
             error = f"{type(exc).__name__}: {exc}"
             logger.error("Job %s (%s entry %s) failed: %s", job["id"], job["action"], job["entry_id"], error)
             self.queue.fail(job, error)
@@ -164,7 +208,7 @@ class ApplyWorker:
                 status = "merged"
             else:
                 name = job["fields"].get("name", entry["name"]).strip() if action == "edit" else entry["name"]
-                found = entities.by_key(conn, kind, name_key(name))
+                found = entities.find(conn, kind, name)  # an edit to a known synonym: its entity, as the gate
                 if found is None:
                     entity_id = entities.create_unknown(conn, kind, {name_key(name): [name]})[name]
                 else:
@@ -178,18 +222,19 @@ class ApplyWorker:
     def _price(self, job: Doc, entry: Doc) -> Doc:
         if job["action"] == "skip":
             return {"status": "rejected", "entity_id": None}
-        new_price = None if entry["new_price"] is None else Decimal(entry["new_price"])
-        old_price = None if entry["old_price"] is None else Decimal(entry["old_price"])
+        change = job.get("change") or entry  # the change approved (a job queued before jobs kept it: its entry)
+        new_price = None if change["new_price"] is None else Decimal(change["new_price"])
+        old_price = None if change["old_price"] is None else Decimal(change["old_price"])
         with self.engine.begin() as conn:
             lock_for_writing(conn)
             try:
-                done = set_price(conn, entry["offer_id"], new_price, entry["new_currency"], datetime.now(UTC),
-                                 expected=(old_price, entry["old_currency"]))
+                done = set_price(conn, entry["offer_id"], new_price, change["new_currency"], datetime.now(UTC),
+                                 expected=(old_price, change["old_currency"]))
             except LookupError as exc:
                 raise ReviewError(str(exc)) from exc
         if done == "superseded":
             reason = (f"not applied: the offer's price changed after this change was held "
-                      f"(it is no longer {entry['old_price']} {entry['old_currency'] or ''})").rstrip()
+                      f"(it is no longer {change['old_price']} {change['old_currency'] or ''})").rstrip()
             return {"status": "superseded", "entity_id": None, "offer_id": entry["offer_id"], "reason": reason}
         return {"status": "approved", "entity_id": None, "offer_id": entry["offer_id"]}
 

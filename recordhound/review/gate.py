@@ -1,8 +1,8 @@
 """The gate in front of the product DB: which items go in, which wait for a review, which can't.
 
 For every artist, label and style name of a batch: a known entity (by synonym or matching key)
-is used straight away; a name a reviewer already decided follows that decision; a trusted
-source creates the rest; otherwise the item is parked under a pending entry per unknown name.
+is used straight away; a name a reviewer already decided follows that decision (from a trusted
+source too); a trusted source creates the rest; otherwise the item is parked under a pending entry per unknown name.
 """
 
 from __future__ import annotations
@@ -52,12 +52,7 @@ def plan(conn: Connection, queue: ReviewQueue, source_id: int, source_name: str,
     for kind in ENTITY_KINDS:
         ids, unknown = entities.match(conn, kind, (n for item in items for n in NAMES[kind](item)))
         skipped[kind] = set()
-        if trusted:
-            created = entities.create_unknown(conn, kind, unknown)
-            result.created[kind] += len(unknown)
-            ids.update(created)
-            unknown = {}
-        elif unknown:
+        if unknown:  # a decision is followed whether the source is trusted or not
             for key, entry in queue.decisions(kind, list(unknown)).items():
                 if entry.get("entity_id"):
                     decided = dict.fromkeys(unknown.pop(key), int(entry["entity_id"]))
@@ -66,6 +61,11 @@ def plan(conn: Connection, queue: ReviewQueue, source_id: int, source_name: str,
                 else:
                     del unknown[key]
                     skipped[kind].add(key)
+        if trusted:
+            created = entities.create_unknown(conn, kind, unknown)
+            result.created[kind] += len(unknown)
+            ids.update(created)
+            unknown = {}
         result.ids[kind] = ids
         pending[kind] = unknown
     for item in items:

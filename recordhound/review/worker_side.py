@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    APPROVED, COMPLETED, ENTRIES, FAILED, PENDING, PRICES, PROCESSING, Side, _entry, _now,
+    APPROVED, COMPLETED, DECIDED, ENTRIES, FAILED, PENDING, PRICES, PROCESSING, Side, _entry, _now,
 )
 
 
@@ -63,9 +63,12 @@ class WorkerSide(Side):
         return self.store.run(work) if done else []
 
     def fail(self, job: Doc, error: str) -> None:
+        """The job failed (``review retry`` runs it again). Its entry fails with it, to be decided
+        again, unless it was settled already: its writes are committed, so the decision stands."""
         def work(txn: Txn) -> None:
             entry = _entry(txn, job["entry_id"])
             txn.move(PROCESSING, FAILED, str(job["id"]), {**job, "last_error": error, "failed_at": _now()})
-            txn.put(ENTRIES, str(entry["id"]), {**entry, "status": "failed", "last_error": error,
+            status = entry["status"] if entry["status"] in DECIDED else "failed"
+            txn.put(ENTRIES, str(entry["id"]), {**entry, "status": status, "last_error": error,
                                                 "attempts": entry.get("attempts", 0) + 1})
         self.store.run(work)

@@ -107,6 +107,31 @@ def test_trusted_source_creates_unknown_entities(env: ReviewEnv) -> None:
     assert env.queue.entries() == []
 
 
+def test_a_trusted_source_follows_the_reviewer_s_decisions(env: ReviewEnv) -> None:
+    """Trusted creates what nobody decided; a name a reviewer merged or skipped follows that decision
+    there too (before, a trusted crawl created "APHEX TWIM" beside the merge target, and "Spam Bot",
+    which untrusted crawls then matched as known)."""
+    source = env.source()
+    aphex = env.seed("artist", "Aphex Twin")["Aphex Twin"]
+    known = env.seed("artist", "Known")["Known"]
+    env.writer().write(source, [release("u1", ["Aphex Twim"]), release("u2", ["Known", "Spam Bot"])])
+    decide_and_apply(env, "Aphex Twim", "merge", into=aphex)
+    decide_and_apply(env, "Spam Bot", "skip")
+    result = env.writer(trusted=True).write(source, [
+        release("t1", ["APHEX TWIM"]), release("t2", ["Known", "Spam Bot"]), release("t3", ["Brand New"])])
+    assert result.counts["stored"] == 3 and result.counts["artists_new"] == 1, dict(result.counts)
+    env.writer().write(source, [release("u3", ["Spam Bot", "Known"])])  # untrusted again: still skipped
+    assert rows(env, "SELECT id, name FROM artists ORDER BY id") == [
+        (aphex, "Aphex Twin"), (known, "Known"), (3, "Brand New")]
+    by_offer: dict[str, list[str]] = {}
+    for sku, name in rows(env, "SELECT o.external_id, a.name FROM offers o JOIN release_artists ra "
+                               "ON ra.release_id = o.release_id JOIN artists a ON a.id = ra.artist_id"):
+        by_offer.setdefault(sku, []).append(name)
+    assert by_offer == {"u1": ["Aphex Twin"], "u2": ["Known"], "t1": ["Aphex Twin"], "t2": ["Known"],
+                        "t3": ["Brand New"], "u3": ["Known"]}
+    assert env.queue.entries() == []
+
+
 def test_approve_releases_items_when_their_last_entity_is_decided(env: ReviewEnv) -> None:
     source = env.source()
     env.writer().write(source, [release("c1", ["Solo"]), release("c2", ["Solo", "Duo"]),

@@ -1,0 +1,172 @@
+"""The apply worker meets a PostgreSQL outage (its role locked out, its sessions killed): it waits and
+writes once the database is back; no decision fails for it, and an entry already decided stays decided.
+
+Real ``recordhound apply`` processes (Redis queue, PostgreSQL product DB of its own role), the outage
+before a batch's write (a following worker given decisions while the database is away) and after it
+(the worker frozen at ``apply.after_write``, its entries about to be settled and its held items
+released): every job completed, none failed, the names and offers in the product DB exactly the ones
+approved, IDs consecutive and sequences at ``max(id)``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recordhound.review.queue import ReviewError
+from tests.integration.review_env import ReviewEnv, _open, review_env
+from tests.integration.test_review_queue import offer_skus, release, rows
+from tests.integration.truthcheck import assert_ids_consecutive
+from tests.services import PostgresDatabase, redis_url, unique_prefix
+
+NAMES = ["Outage Artist A", "Outage Artist B", "Outage Artist C"]
+RETRY_LOGGED = "applying them again in"  # the worker's warning while the database is away
+
+
+@pytest.fixture
+def outage_db(tmp_path: Path) -> Iterator[tuple[ReviewEnv, PostgresDatabase]]:
+    with PostgresDatabase(own_role=True) as database:
+        env = _open("redis", database.url, redis_url(), unique_prefix(), str(tmp_path / "review.sqlite3"))
+        try:
+            yield env, database
+        finally:
+            env.queue.store.drop()
+            env.queue.close()
+            env.engine.dispose()
+
+
+def _apply(env: ReviewEnv, tmp_path: Path, *args: str, failpoints: str = "") -> tuple[subprocess.Popen[str], Path]:
+    log = tmp_path / f"apply-{time.monotonic_ns()}.log"
+    command = [sys.executable, "-m", "recordhound", "apply", *args, "-s", "RECORDHOUND_APPLY_POLL_SECONDS=0.1"]
+    for setting in env.settings():
+        command += ["-s", setting]
+    process_env = {**os.environ, "DATABASE_URL": env.database_url, "SCRAPY_SETTINGS_MODULE": "recordhound.settings",
+                   "RECORDHOUND_FAILPOINTS": failpoints}
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, cwd=tmp_path, env=process_env, stdout=out, stderr=subprocess.STDOUT,
+                                   text=True)
+    return process, log
+
+
+def _wait_for(condition: object, what: str, log: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} within {seconds} s:\n{log.read_text()[-3000:]}")
+
+
+def _queue_names(env: ReviewEnv) -> list[int]:
+    """The entries of ``NAMES``, pending (their items parked)."""
+    source = env.source()
+    env.writer().write(source, [release(f"o{n}", [name]) for n, name in enumerate(NAMES)])
+    entries = env.queue.entries()
+    assert sorted(e["name"] for e in entries) == NAMES
+    return [e["id"] for e in entries]
+
+
+def _assert_applied(env: ReviewEnv, entry_ids: list[int]) -> None:
+    assert len(env.queue.jobs("completed")) == len(NAMES) and env.queue.jobs("failed") == []
+    statuses = {env.queue.entry(i)["name"]: env.queue.entry(i)["status"] for i in entry_ids}
+    assert statuses == dict.fromkeys(NAMES, "approved"), statuses
+    assert sorted(name for (name,) in rows(env, "SELECT name FROM artists")) == NAMES
+    assert offer_skus(env) == {f"o{n}" for n in range(len(NAMES))}
+    assert_ids_consecutive(env.database_url)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+
+
+def test_a_following_worker_waits_out_an_outage_before_its_write(outage_db: tuple[ReviewEnv, PostgresDatabase],
+                                                                 tmp_path: Path) -> None:
+    env, database = outage_db
+    entry_ids = _queue_names(env)
+    worker, log = _apply(env, tmp_path, "--follow")
+    try:
+        _wait_for(lambda: _other_sessions(env) > 0, "the worker did not open the database", log)
+        database.lock_out()
+        for entry_id in entry_ids:
+            env.queue.decide(entry_id, "approve")
+        _wait_for(lambda: _waited(env, log), "the worker did not wait for the database", log)
+        database.let_in()
+        _wait_for(lambda: len(env.queue.jobs("completed")) == len(NAMES), "the decisions were not applied", log)
+        worker.send_signal(signal.SIGINT)
+        assert worker.wait(30) == 0, log.read_text()[-3000:]
+    finally:
+        database.let_in()
+        _stop(worker)
+    _assert_applied(env, entry_ids)
+
+
+@pytest.mark.parametrize("batch", [1, 3])  # one decision per write; the three in one write (the bulk path)
+def test_a_worker_waits_out_an_outage_after_its_write(outage_db: tuple[ReviewEnv, PostgresDatabase],
+                                                      tmp_path: Path, batch: int) -> None:
+    """Frozen after its first write: the entries are settled next, then the items they held are
+    released through the writer, which needs the database: it is away by then."""
+    env, database = outage_db
+    entry_ids = _queue_names(env)
+    for entry_id in entry_ids:
+        env.queue.decide(entry_id, "approve")
+    worker, log = _apply(env, tmp_path, "-s", f"RECORDHOUND_REVIEW_BATCH_SIZE={batch}",
+                         failpoints="apply.after_write=stop")
+    try:
+        _wait_for(lambda: _frozen(worker.pid), "the worker did not stop at apply.after_write", log)
+        database.lock_out()
+        worker.send_signal(signal.SIGCONT)
+        _wait_for(lambda: _waited(env, log), "the worker did not wait for the database", log)
+        database.let_in()
+        assert worker.wait(120) == 0, log.read_text()[-3000:]
+    finally:
+        database.let_in()
+        _stop(worker)
+    assert "0 failed" in log.read_text()
+    _assert_applied(env, entry_ids)
+
+
+def _waited(env: ReviewEnv, log: Path) -> bool:
+    """The worker logged two tries while the database was away; no job failed for it."""
+    assert env.queue.jobs("failed") == [], f"a decision failed for an outage:\n{log.read_text()[-3000:]}"
+    return log.read_text().count(RETRY_LOGGED) >= 2
+
+
+def _other_sessions(env: ReviewEnv) -> int:
+    """Sessions of the test's database role other than this one (the worker's)."""
+    return rows(env, "SELECT count(*) FROM pg_stat_activity WHERE usename = current_user "
+                     "AND pid <> pg_backend_pid()")[0][0]
+
+
+def _frozen(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+@pytest.mark.parametrize("backend", ["embedded", "redis"])
+def test_a_job_failing_after_its_entry_was_settled_leaves_the_entry_decided(backend: str, tmp_path: Path) -> None:
+    """The writes were committed and the entry settled (decided): a failure after that fails the job
+    (``review retry`` runs it again), never the decision, which cannot be decided a second time."""
+    with review_env(backend, tmp_path) as env:
+        env.writer().write(env.source(), [release("s1", ["Settled Artist"])])
+        (entry,) = env.queue.entries()
+        env.queue.decide(entry["id"], "approve")
+        (job,) = env.queue.lease_many("w", 30, 10)
+        env.queue.settle(job, {"status": "approved", "entity_id": 1})
+        env.queue.fail(job, "OSError: the release failed")
+        assert env.queue.entry(entry["id"])["status"] == "approved"
+        assert [failed["id"] for failed in env.queue.jobs("failed")] == [job["id"]]
+        with pytest.raises(ReviewError):
+            env.queue.decide(entry["id"], "skip")
+        env.queue.retry(job["id"])
+        assert env.worker().run()["completed"] == 1
+        assert env.queue.entry(entry["id"])["status"] == "approved"
+        assert rows(env, "SELECT name FROM artists") == [("Settled Artist",)]
+        assert offer_skus(env) == {"s1"}
