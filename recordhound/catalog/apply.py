@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -38,7 +39,7 @@ from recordhound.catalog.apply_batch import write_batch
 from recordhound.catalog.writer import CatalogWriter
 from recordhound.review import gate
 from recordhound.review.items import release_from_doc
-from recordhound.review.queue import ReviewError, ReviewQueue
+from recordhound.review.queue import DECIDED, ReviewError, ReviewQueue
 from recordhound.text import name_key
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def open_worker(settings: BaseSettings) -> ApplyWorker:
 class ApplyWorker:
     def __init__(self, engine: Engine, queue: ReviewQueue, writer: CatalogWriter, config: ReviewConfig) -> None:
         self.engine, self.queue, self.writer, self.config = engine, queue, writer, config
-        self.name = f"{socket.gethostname()}-{os.getpid()}"
+        self.name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"  # two workers of one process differ
         self.counts: Counter[str] = Counter()
 
     def run(self, follow: bool = False, stop: Any = None, progress: Progress | None = None) -> Counter[str]:
@@ -101,12 +102,15 @@ class ApplyWorker:
         return self.counts
 
     def _apply_through_outages(self, jobs: list[Doc], stop: Any) -> None:
-        """``apply_many``, again and again while a store is away (its writes are idempotent: what was
-        written is found, a completed job is not acked twice); a stop while waiting leaves the jobs
-        leased (their lease runs out, as a killed worker's)."""
+        """``apply_many``, again while a store is away, with the jobs this worker still holds when it is
+        back (``renew``: not those it acked or failed before the outage, nor those another worker took
+        once their lease ran out); its writes are idempotent (what was written is found). A stop while
+        waiting leaves the jobs leased (their lease runs out, as a killed worker's)."""
         attempt = 0
         while True:
             try:
+                if attempt:
+                    jobs = self.queue.renew(jobs, self.config.lease_seconds)
                 self.apply_many(jobs)
                 return
             except Exception as exc:
@@ -114,8 +118,8 @@ class ApplyWorker:
                     raise
                 attempt += 1
                 delay = backoff_seconds(attempt, OUTAGE_CAP_SECONDS)
-                logger.warning("The product database or the review queue is unreachable (%s): %d jobs not applied, "
-                               "applying them again in %.1f s (try %d)", exc, len(jobs), delay, attempt)
+                logger.warning("The product database or the review queue is unreachable (%s): of the %d jobs leased, "
+                               "applying them again in %.1f s those not done (try %d)", exc, len(jobs), delay, attempt)
                 self.counts["outage_waits"] += 1
                 deadline = time.monotonic() + delay
                 while time.monotonic() < deadline:
@@ -172,11 +176,14 @@ class ApplyWorker:
     def apply_one(self, job: Doc) -> Doc | None:
         try:
             entry = self.queue.entry(job["entry_id"])
-            outcome = self._write(job, entry)
-            failpoints.hit("apply.after_write")
-            if self.config.ack_delay_seconds:
-                time.sleep(self.config.ack_delay_seconds)
-            self.queue.settle(job, outcome)
+            if entry["kind"] == "price" and entry["status"] in DECIDED and entry.get("decision") == job["id"]:
+                outcome = {"status": entry["status"], "entity_id": None, "offer_id": entry.get("offer_id")}
+            else:  # (a price this job settled before an outage is written: the price may have moved since)
+                outcome = self._write(job, entry)
+                failpoints.hit("apply.after_write")
+                if self.config.ack_delay_seconds:
+                    time.sleep(self.config.ack_delay_seconds)
+                self.queue.settle(job, outcome)
             released = self._release(int(job["entry_id"])) if entry["kind"] != "price" else Counter()
         except Exception as exc:  # noqa: BLE001 - any error fails this job, never the worker
             if is_transient(exc):

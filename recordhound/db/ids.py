@@ -36,6 +36,9 @@ def insert_with_ids(conn: Connection, model: type[DeclarativeBase], rows: list[d
     return ids
 
 
+SEQUENCE_IDS = ("admin_users",)  # rows that take their id from the sequence, without the write lock: never moved
+
+
 def align_sequences(conn: Connection) -> None:
     """PostgreSQL: each table's id sequence at its ``max(id)``, or fresh (next value 1) on an empty
     table. Needs the write lock (a writer's insert and ``setval`` cannot interleave with it)."""
@@ -43,6 +46,6 @@ def align_sequences(conn: Connection) -> None:
         return
     quote = conn.dialect.identifier_preparer.quote
     for table in Base.metadata.sorted_tables:
-        if "id" in table.c:
+        if "id" in table.c and table.name not in SEQUENCE_IDS:
             conn.execute(text(f"SELECT setval(pg_get_serial_sequence(:table, 'id'), coalesce(max(id), 1), "
                               f"max(id) IS NOT NULL) FROM {quote(table.name)}"), {"table": table.name})

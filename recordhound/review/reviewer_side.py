@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from recordhound.db import entities
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, PARKED, PENDING, PRICE_CHANGE, PRICES, PROCESSING,
-    REJECTED, ReviewError, Side, _entry, _now, _with_count, waiting,
+    ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES,
+    PROCESSING, REJECTED, ReviewError, Side, _entry, _now, _with_count, index_key, waiting,
 )
 from recordhound.text import name_key
 
@@ -99,6 +99,11 @@ class ReviewerSide(Side):
             if job is None:
                 raise ReviewError(f"job {job_id} is not in the failed queue (see `recordhound review failed`)")
             entry = _entry(txn, job["entry_id"])
+            if job["action"] == "expire" and entry["kind"] == "price":
+                ref = txn.get(INDEX, index_key("price", str(entry["offer_id"])))
+                if ref is not None and int(ref["id"]) != int(entry["id"]):
+                    raise ReviewError(f"entry {entry['id']} expired and a crawl has held a newer price change of "
+                                      f"offer {entry['external_id']} since (entry {ref['id']}): decide that one")
             txn.delete(FAILED, str(job_id))
             if job["action"] == "expire":
                 txn.put(ENTRIES, str(entry["id"]), {**entry, "status": "pending", "created_at": _now()})

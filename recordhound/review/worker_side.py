@@ -62,12 +62,34 @@ class WorkerSide(Side):
             return acked
         return self.store.run(work) if done else []
 
+    def renew(self, jobs: list[Doc], lease_seconds: float) -> list[Doc]:
+        """Of ``jobs``, those still leased to their worker (not acked, failed, or taken over by another
+        worker once their lease ran out), their leases renewed: what a worker back from an outage may
+        still write."""
+        def work(txn: Txn) -> list[Doc]:
+            held = txn.get_many(PROCESSING, [str(job["id"]) for job in jobs])
+            kept = []
+            for job in jobs:
+                if (found := held.get(str(job["id"]))) is not None and found["worker"] == job["worker"]:
+                    renewed = {**found, "deadline": _now() + lease_seconds}
+                    txn.put(PROCESSING, str(job["id"]), renewed)
+                    kept.append(renewed)
+            return kept
+        return self.store.run(work) if jobs else []
+
     def fail(self, job: Doc, error: str) -> None:
         """The job failed (``review retry`` runs it again). Its entry fails with it, to be decided
-        again, unless it was settled already: its writes are committed, so the decision stands."""
+        again, unless it was settled already: its writes are committed, so the decision stands. A job
+        no longer leased to its worker (its lease ran out, another worker has it) is left alone, and
+        so is an entry decided again since (its decision is another job)."""
         def work(txn: Txn) -> None:
+            held = txn.get(PROCESSING, str(job["id"]))
+            if held is None or held["worker"] != job["worker"]:
+                return
             entry = _entry(txn, job["entry_id"])
             txn.move(PROCESSING, FAILED, str(job["id"]), {**job, "last_error": error, "failed_at": _now()})
+            if entry.get("decision") not in (None, job["id"]):
+                return
             status = entry["status"] if entry["status"] in DECIDED else "failed"
             txn.put(ENTRIES, str(entry["id"]), {**entry, "status": status, "last_error": error,
                                                 "attempts": entry.get("attempts", 0) + 1})

@@ -15,12 +15,20 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from recordhound.review.queue import ReviewError
+from recordhound.catalog.apply import ApplyWorker
+from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.db.engine import make_engine
+from recordhound.review.docstore import RedisDocStore
+from recordhound.review.queue import ReviewError, ReviewQueue
 from tests.integration.review_env import ReviewEnv, _open, review_env
+from tests.integration.test_held_prices_decided import seen
 from tests.integration.test_review_queue import offer_skus, release, rows
 from tests.integration.truthcheck import assert_ids_consecutive
 from tests.services import PostgresDatabase, redis_url, unique_prefix
@@ -170,3 +178,134 @@ def test_a_job_failing_after_its_entry_was_settled_leaves_the_entry_decided(back
         assert env.queue.entry(entry["id"])["status"] == "approved"
         assert rows(env, "SELECT name FROM artists") == [("Settled Artist",)]
         assert offer_skus(env) == {"s1"}
+
+
+# ---- a worker back from an outage writes only what it still holds ------------------------------------
+def _worker_out_at_the_names(env: ReviewEnv, database: PostgresDatabase) -> ApplyWorker:
+    """A worker of its own (engine, queue, name) whose name batch finds PostgreSQL locked out: the
+    price job before it in the lease was written and acked."""
+    queue = ReviewQueue(RedisDocStore(env.redis_url, env.prefix))
+    engine = make_engine(env.database_url)
+    worker = ApplyWorker(engine, queue, CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(False, 5.0)),
+                         env.config())
+    read = queue.entries_by_id
+
+    def locked_out_first(entry_ids: list[int]) -> dict[int, dict[str, Any]]:
+        if not worker.counts["outage_waits"]:
+            database.lock_out()
+        return read(entry_ids)
+    queue.entries_by_id = locked_out_first  # type: ignore[method-assign]
+    return worker
+
+
+def _during_the_wait(database: PostgresDatabase, env: ReviewEnv, meanwhile: Any) -> Any:
+    """The worker's ``stop``: asked while it waits out the outage; the first time, the database comes
+    back and ``meanwhile`` happens (another worker, a crawl, a reviewer), then the worker goes on."""
+    happened: list[bool] = []
+
+    def stop() -> bool:
+        if not happened:
+            happened.append(True)
+            database.let_in()
+            env.engine.dispose()
+            meanwhile()
+        return False
+    return stop
+
+
+def _offer_price(env: ReviewEnv) -> Decimal:
+    return rows(env, "SELECT price FROM offers WHERE external_id = 'p1'")[0][0]
+
+
+@pytest.mark.parametrize("meanwhile", ["decided_again", "drifted"])
+def test_a_price_written_before_an_outage_is_not_written_again_after_it(
+        outage_db: tuple[ReviewEnv, PostgresDatabase], meanwhile: str) -> None:
+    """100 → 120 approved (J1) and two names, leased together: J1 is written and acked, then the names
+    meet the outage. Meanwhile the shop went back to 100 and another worker applied that decision
+    (decided_again), or the price drifted to 121, written at once (drifted). Back, the worker writes
+    its names only: before, it wrote J1 again (120 over the later 100), or marked J1's entry superseded
+    ("not applied") although its 120 was written."""
+    env, database = outage_db
+    source = env.source()
+    seen(env, source, "100.00")
+    assert seen(env, source, "120.00")["prices_held"] == 1
+    (held,) = env.queue.entries(kind="price")
+    env.queue.decide(held["id"], "approve")
+    entry_ids = _queue_names(env)[:2]
+    for entry_id in entry_ids:
+        env.queue.decide(entry_id, "approve")
+    worker = _worker_out_at_the_names(env, database)
+    jobs = worker.queue.lease_many(worker.name, 300, 10)
+    assert [job["kind"] for job in jobs] == ["price", "artist", "artist"]
+
+    def decided_again() -> None:
+        assert seen(env, source, "100.00")["prices_held"] == 1  # 120 → 100: a new entry
+        (back,) = env.queue.entries(kind="price")
+        env.queue.decide(back["id"], "approve")
+        assert env.worker().run()["completed"] == 1
+
+    def drifted() -> None:
+        assert seen(env, source, "121.00")["prices_held"] == 0  # under the threshold: written
+    worker._apply_through_outages(jobs, _during_the_wait(database, env, locals()[meanwhile]))
+    worker.engine.dispose()
+    assert worker.counts["outage_waits"] == 1 and worker.counts["completed"] == 3, worker.counts
+    expected = {"decided_again": (Decimal("100.00"), [("100.00", "120.00"), ("120.00", "100.00")]),
+                "drifted": (Decimal("121.00"), [("100.00", "120.00"), ("120.00", "121.00")])}[meanwhile]
+    history = [(f"{old:.2f}", f"{new:.2f}") for old, new in
+               rows(env, "SELECT old_price, new_price FROM offer_history ORDER BY id")]
+    assert (_offer_price(env), history) == expected
+    assert env.queue.entry(held["id"])["status"] == "approved"
+    assert sorted(name for (name,) in rows(env, "SELECT name FROM artists")) == ["Artist", *NAMES[:2]]
+    assert env.queue.jobs("failed") == []
+    assert_ids_consecutive(env.database_url)
+
+
+def test_a_job_failed_before_an_outage_and_decided_again_stays_replaced(
+        outage_db: tuple[ReviewEnv, PostgresDatabase]) -> None:
+    """A merge into a missing artist fails (the batch falls back to one by one), then the outage; the
+    reviewer decides that entry again meanwhile. Back, the worker leaves the failed job alone: before,
+    it failed it again, back in the failed queue (and in completed), its entry "failed" under the new
+    decision."""
+    env, database = outage_db
+    entry_ids = _queue_names(env)
+    merge = env.queue.decide(entry_ids[0], "merge", into=999)
+    for entry_id in entry_ids[1:]:
+        env.queue.decide(entry_id, "approve")
+    worker = _worker_out_at_the_names(env, database)
+    worker.queue.entries_by_id = env.queue.entries_by_id  # type: ignore[method-assign]  # the fail: then out
+    failed = worker.queue.fail
+
+    def fail_then_out(job: dict[str, Any], error: str) -> None:
+        failed(job, error)
+        if not worker.counts["outage_waits"]:
+            database.lock_out()
+    worker.queue.fail = fail_then_out  # type: ignore[method-assign]
+    jobs = worker.queue.lease_many(worker.name, 300, 10)
+    again: list[int] = []
+    worker._apply_through_outages(jobs, _during_the_wait(
+        database, env, lambda: again.append(env.queue.decide(entry_ids[0], "approve")["id"])))
+    worker.engine.dispose()
+    assert [job["id"] for job in env.queue.jobs("failed")] == []
+    assert merge["id"] in [job["id"] for job in env.queue.jobs("completed")]
+    entry = env.queue.entry(entry_ids[0])
+    assert (entry["status"], entry["decision"]) == ("queued", again[0])
+    assert env.worker().run()["completed"] == 1
+    assert sorted(name for (name,) in rows(env, "SELECT name FROM artists")) == NAMES
+    assert_ids_consecutive(env.database_url)
+
+
+def test_retrying_an_expired_price_entry_a_newer_one_replaced_is_refused(tmp_path: Path) -> None:
+    """100 → 120 expires unanswered; a crawl holds 100 → 130 in a new entry: bringing the expired one
+    back would list two changes of one offer (one stale), so the retry says which entry to decide."""
+    with review_env("redis", tmp_path) as env:
+        source = env.source()
+        seen(env, source, "100.00")
+        seen(env, source, "120.00")
+        (expiring,) = env.queue.entries(kind="price")
+        time.sleep(0.05)
+        assert env.queue.expire(0.01) == [int(expiring["id"])]
+        assert seen(env, source, "130.00")["prices_held"] == 1
+        (expired,) = [job for job in env.queue.jobs("failed") if job["action"] == "expire"]
+        with pytest.raises(ReviewError, match="decide that one"):
+            env.queue.retry(expired["id"])
+        assert [(e["old_price"], e["new_price"]) for e in env.queue.entries(kind="price")] == [("100.00", "130.00")]
