@@ -31,6 +31,7 @@ class Held:
     seen: recrawl.Seen | None = None  # what its fetch answered
     keep: dict[str, Any] = field(default_factory=dict)  # what its callback keeps in the recheck state
     children: list[Entry] = field(default_factory=list)  # what its response queued (re-sent if the store loses it)
+    unanswered: bool = False  # a recheck the shop did not answer in all its tries: it keeps its schedule
 
 
 class LeaseBook:

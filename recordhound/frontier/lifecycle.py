@@ -104,11 +104,14 @@ def forget_dead(backend: FrontierBackend, me: str, lease_seconds: float, forget_
 
 def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: float, rechecks: bool) -> None:
     """A completed crawl starts anew: exactly one of the nodes starting on it resets it
-    (compare-and-set on its status), the others wait until the reset is done."""
+    (compare-and-set on its status), the others wait until the reset is done. Not one with rechecks
+    scheduled (``rechecks``: the profile has a recrawl schedule): the next run fetches what is due; a
+    crawl completed before its profile had one has none scheduled, and starts anew."""
     waited = 0.0
     while True:
-        status = backend.counts().status
-        if status == "completed" and rechecks:
+        counts = backend.counts()
+        status = counts.status
+        if status == "completed" and rechecks and (counts.scheduled or counts.due):
             logger.info("Crawl %r has a recrawl schedule: fetching what is due", crawl)
             return
         if status == "completed" and not others_alive(backend, lease_seconds):

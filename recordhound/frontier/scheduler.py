@@ -309,6 +309,14 @@ class FrontierScheduler:
         if (ended := self._end(frontier_id)) is None:
             return
         lease, held = ended
+        if retry_in is None and held.unanswered and (planned := recrawl.next_state(
+                self.policy.recrawl, held.kind, held.state, None, held.keep)) is not None:
+            logger.warning("A recheck went unanswered in every try (%s): frontier entry %d keeps its schedule, "
+                           "fetched again in %.0f s",
+                           reason, lease.id, planned[0])
+            self.buffer.rechecks.append(Recheck(lease, *planned))  # its validators kept; its tries start again
+            self.inc("recheck_unanswered")
+            return
         attempt = json.dumps({"at": round(time.time(), 3), "node": self.node, "outcome": reason})
         if retry_in is None and held.tries:
             reason = f"{reason} (attempt {held.tries + 1})"
@@ -324,6 +332,9 @@ class FrontierScheduler:
                 self.outcomes.failed(frontier_id, problem.reason)  # nothing to write (stale_dropped)
             return TAKEN_BACK  # an error response's output pass ends it (until then the id is not leased again)
         retry_in = self.policy.retry.retry_in(held.tries + 1, problem)
+        # a recheck the shop did not answer (down, overloaded) in all its tries stays on the schedule: a
+        # dead letter would take a stored page off it for good (its fingerprint is seen: no link brings it back)
+        held.unanswered = retry_in is None and problem.transient and bool(held.state)
         self.outcomes.failed(frontier_id, problem.reason, retry_in)
         return retry_in
 

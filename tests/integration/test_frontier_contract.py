@@ -461,3 +461,25 @@ def test_a_store_that_lost_a_writers_commits_applies_nothing_until_told(backend:
     again = backend.commit([entry("child")], [a.lease], [], writer="n1", floor=refused.writes)
     assert not again.regressed and again.writes == 2 and backend.counts().done == 1
     assert backend.verify() == []
+
+
+@pytest.mark.parametrize("scheduled", [False, True], ids=["nothing_scheduled", "rechecks_scheduled"])
+def test_a_completed_crawl_whose_profile_gains_a_recrawl_schedule_starts_anew(backend: FrontierBackend,
+                                                                            scheduled: bool) -> None:
+    """Completed without rechecks (its profile had no ``recrawl:``), then started with one: nothing is
+    scheduled to come due, so the crawl starts anew (before, it stayed completed for good: every run
+    found nothing due). With rechecks scheduled it stays as it is: the next run fetches what is due."""
+    from recordhound.frontier.lifecycle import reset_if_completed
+
+    backend.commit([entry("a"), entry("b")], [], [])
+    a, b = backend.lease("n1", 2, 60)
+    rechecks = [Recheck(b.lease, 3600.0, json.dumps({"interval": 3600}))] if scheduled else []
+    backend.commit([], [a.lease] if scheduled else [a.lease, b.lease], [], rechecks=rechecks)
+    backend.set_status("completed")
+    reset_if_completed(backend, "demo", 60, rechecks=True)
+    counts = backend.counts()
+    if scheduled:
+        assert (counts.status, counts.done, counts.scheduled, counts.seen) == ("completed", 2, 1, 2), counts
+    else:
+        assert (counts.status, counts.done, counts.seen) != ("completed", 2, 2), counts
+        assert (counts.done, counts.seen, counts.queued) == (0, 0, 0), counts
