@@ -108,16 +108,16 @@ class CatalogWriter:
                 if parked is not None:
                     todo = self._still_parked(source_id, todo, parked, counts)
                 plan = gate.plan(conn, self.queue, source_id, name, todo, trust)
-                held = _write(conn, source_id, plan, self.last_seen_resolution,
+                held, at_stored = _write(conn, source_id, plan, self.last_seen_resolution,
                               self.policy.price_threshold_pct, counts, problems)
                 recorded = self._record_matches(conn, source_id, plan)
                 if parked is None:  # a crawl tells the review queue under the lock: ordered with the others
-                    raced = self._tell_queue(conn, source_id, name, plan, held, counts, None)
+                    raced = self._tell_queue(conn, source_id, name, plan, (held, at_stored), counts, None)
                 failpoints.hit("store.before_commit")
             self.recorded.update(recorded)  # committed
             failpoints.hit("store.after_commit")
             if parked is not None:  # the apply's release, after its commit: a crash before it releases them again
-                raced = self._tell_queue(None, source_id, name, plan, held, counts, parked)
+                raced = self._tell_queue(None, source_id, name, plan, (held, at_stored), counts, parked)
             self._refresh_names()
             failpoints.hit("store.after_review")
             counts.update({"stored": len(plan.writable), "rejected": len(plan.rejected),
@@ -136,15 +136,17 @@ class CatalogWriter:
         raise errors.WriteRaceError(f"{len(todo)} items raced with review decisions {RACE_ROUNDS} times")
 
     def _tell_queue(self, conn: Connection | None, source_id: int, name: str, plan: gate.Plan,
-                    held: list[tuple[HeldPrice, Release]], counts: Counter[str],
+                    prices: tuple[list[tuple[HeldPrice, Release]], list[int]], counts: Counter[str],
                     parked: dict[str, Doc] | None) -> list[Parked]:
-        """The review queue learns what the batch did: price changes held, items rejected, stored
-        (no longer parked) and parked. Returns the items not parked because a decision landed
+        """The review queue learns what the batch did: price changes held (and pending ones withdrawn:
+        the shop shows the stored price again), items rejected, stored (no longer parked) and parked. Returns the items not parked because a decision landed
         meanwhile. ``conn``: the crawl's product-DB transaction (under the write lock), which the
         name suggestions read too (SQLite would not let a second connection in); ``parked``: the
         apply's release, a compare-and-set of the versions it read."""
+        held, at_stored = prices
         counts["prices_held"] += self.queue.hold_prices(
             [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
+        counts["prices_withdrawn"] += self.queue.withdraw_prices(at_stored)
         self.queue.reject(plan.rejected, expected=parked)  # they are unparked with it
         self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable], expected=parked)
         return self.queue.park(plan.parked, lambda kind, spelling: self._suggest(kind, spelling, conn),
@@ -243,10 +245,12 @@ def _hold(held: HeldPrice, where: gate.Origin) -> PriceHold:
 
 def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timedelta,
            threshold_pct: float, counted: Counter[str],
-           problems: list[tuple[str, str, str]]) -> list[tuple[HeldPrice, Release]]:
+           problems: list[tuple[str, str, str]]) -> tuple[list[tuple[HeldPrice, Release]], list[int]]:
+    """The batch's writes; the price changes held (with their items), and the offers shown at the
+    price now stored (a change of theirs still pending is stale)."""
     items = plan.writable
     if not items:
-        return []
+        return [], []
     artists, labels, styles = plan.ids["artist"], plan.ids["label"], plan.ids["style"]
     keys = _release_keys(conn, items, [tuple(dict.fromkeys(artists[a] for a in i.artists)) for i in items])
     wanted = {
@@ -269,7 +273,7 @@ def _write(conn: Connection, source_id: int, plan: gate.Plan, resolution: timede
         "offers_duplicate": len(problems),
     })
     by_id = {offer.external_id: item for offer, item, _ in kept}
-    return [(h, by_id[h.new.external_id]) for h in counts.held]
+    return [(h, by_id[h.new.external_id]) for h in counts.held], counts.at_stored
 
 
 Placed = tuple[Offer, Release, int]  # an offer, its item, its release's id

@@ -57,6 +57,7 @@ class OfferCounts:
     unchanged: int = 0
     price_changes: int = 0
     held: list[HeldPrice] = field(default_factory=list)
+    at_stored: list[int] = field(default_factory=list)  # offers shown at the price now stored: none held
 
 
 def change_pct(old: OfferRow, new: OfferRow) -> float | None:
@@ -80,7 +81,8 @@ def write_offers(
     threshold_pct: float,
 ) -> OfferCounts:
     """Prices that moved by more than ``threshold_pct`` keep their old value and come back in
-    ``OfferCounts.held`` (the offer's other fields are written)."""
+    ``OfferCounts.held`` (the offer's other fields are written); offers shown at a price written now
+    (the same, or a change under the threshold) come back in ``OfferCounts.at_stored``."""
     stored = _load(conn, source_id, [row.external_id for row in wanted])
     counts = OfferCounts()
     inserts, updates, history, stock = [], [], [], []
@@ -90,6 +92,7 @@ def write_offers(
             counts.new += 1
             continue
         offer_id, old, last_seen = stored[row.external_id]
+        shown = row.price is not None
         if row.price is None and old.price is not None:  # not shown or did not parse: the known price stands
             row = replace(row, price=old.price, currency=old.currency)
         if row.availability is None and old.availability is not None:  # likewise the known stock
@@ -97,6 +100,8 @@ def write_offers(
         if row.price_differs(old) and needs_review(old, row, threshold_pct):
             counts.held.append(HeldPrice(offer_id, old, row, change_pct(old, row)))
             row = replace(row, price=old.price, currency=old.currency)
+        elif shown:
+            counts.at_stored.append(offer_id)
         changed = row.differs(old)
         if changed or now - last_seen >= resolution:
             updates.append({"oid": offer_id, **row.__dict__, "last_seen": now})

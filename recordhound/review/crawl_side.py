@@ -100,6 +100,25 @@ class CrawlSide(Side):
         return self.store.run(work) if holds else 0
 
 
+    def withdraw_prices(self, offer_ids: list[int]) -> int:
+        """These offers are shown at the price now stored (the old one again, or a change under the
+        threshold, written): a change of theirs still pending is stale (approving it would write a price
+        the shop no longer shows): superseded, with the reason. Returns how many."""
+        def work(txn: Txn) -> int:
+            refs = txn.get_many(INDEX, [index_key("price", str(offer_id)) for offer_id in offer_ids])
+            entries = txn.get_many(ENTRIES, [str(ref["id"]) for ref in refs.values()]) if refs else {}
+            withdrawn = 0
+            for entry in entries.values():
+                if entry["status"] == "pending":
+                    txn.delete(PRICES, str(entry["id"]))
+                    txn.put(ENTRIES, str(entry["id"]), {
+                        **entry, "status": "superseded", "decided_at": _now(),
+                        "reason": "withdrawn: a crawl saw the offer at its stored price again"})
+                    withdrawn += 1
+            return withdrawn
+        return self.store.run(work) if offer_ids else 0
+
+
 WAITING_ON_DECISION = ("queued", "failed")  # decided, not yet applied (or its apply failed)
 
 

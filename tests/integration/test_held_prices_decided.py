@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from recordhound.items import Release
+from recordhound.review.queue import ReviewError
 from tests.integration.review_env import ReviewEnv, open_env
 
 D = Decimal
@@ -171,3 +172,33 @@ def test_a_rejection_does_not_cover_the_same_new_price_from_another_old_price(en
     assert change(env, first) == ("rejected", "100.00", "EUR", "120.00", "EUR")
     assert offers(env) == [("p1", D("103.00"), "EUR")]
     assert history(env) == [(D("100.00"), "EUR", D("103.00"), "EUR")]
+
+
+@pytest.mark.parametrize("shown, stored", [("100.00", "100.00"), ("102.00", "102.00")], ids=["back", "drifted"])
+def test_a_pending_change_is_withdrawn_when_the_shop_shows_the_stored_price_again(
+        env: ReviewEnv, shown: str, stored: str) -> None:
+    """100 → 120 waits; the next crawl sees 100 again (back), or 102, under the threshold and written
+    (drifted): the pending 100 → 120 is stale, withdrawn (superseded, no longer listed, and no longer
+    decidable). Before, approving it wrote 120 while the shop showed 100 (the next crawl then held
+    120 → 100)."""
+    source, first = held_once(env)
+    counts = seen(env, source, shown)
+    assert (counts.get("prices_held", 0), counts.get("prices_withdrawn")) == (0, 1), counts
+    assert change(env, first) == ("superseded", "100.00", "EUR", "120.00", "EUR")
+    assert "withdrawn" in env.queue.entry(first)["reason"]
+    assert listed(env) == []
+    with pytest.raises(ReviewError):
+        env.queue.decide(first, "approve")
+    assert offers(env) == [("p1", D(stored), "EUR")]
+    assert seen(env, source, "130.00")["prices_held"] == 1  # a new change is asked as a new entry
+    assert listed(env) == [("pending", stored, "EUR", "130.00", "EUR")]
+
+
+def test_a_decided_change_is_not_withdrawn(env: ReviewEnv) -> None:
+    """Approved (queued) before the crawl saw 100 again: the decision stands and is applied."""
+    source, first = held_once(env)
+    env.queue.decide(first, "approve")
+    assert seen(env, source, "100.00").get("prices_withdrawn", 0) == 0
+    assert change(env, first)[0] == "queued"
+    assert env.worker().run()["completed"] == 1
+    assert offers(env) == [("p1", D("120.00"), "EUR")]
