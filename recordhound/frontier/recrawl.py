@@ -73,6 +73,9 @@ def load_state(raw: str) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
+CONDITIONAL = ("If-None-Match", "If-Modified-Since")  # the validators a recheck sends, from its own state
+
+
 def conditional_headers(state: dict[str, Any]) -> dict[str, str]:
     headers = {}
     if state.get("etag"):

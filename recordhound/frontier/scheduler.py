@@ -137,6 +137,9 @@ class FrontierScheduler:
             if child_of is not None:
                 self.outcomes.child_enqueued(child_of)  # settled, as a duplicate is
             return False
+        if replacing is not None and request.meta.get("redirect_urls"):
+            for name in recrawl.CONDITIONAL:  # Scrapy copied the redirected recheck's: they name another page
+                request.headers.pop(name, None)
         entry = self._buffer(request, start=parent is None and child_of is None)
         if replacing is not None:
             # a retry or redirect stands for its parent now (even when it is a duplicate);
@@ -261,8 +264,12 @@ class FrontierScheduler:
             if state:  # a recheck: a fetch of its own, not the end of the redirect chain that first led here
                 for key in REDIRECT_CHAIN:
                     request.meta.pop(key, None)
-            for name, value in recrawl.conditional_headers(state).items():
-                request.headers[name] = value  # a recheck is a conditional request
+            own = recrawl.conditional_headers(state)
+            for name in recrawl.CONDITIONAL:  # a recheck is a conditional request, with its own validators
+                if name in own:
+                    request.headers[name] = own[name]
+                else:  # another page's, stored with a redirect by an older version: never sent
+                    request.headers.pop(name, None)
             self.book.hand(request)
             if entry.lost:
                 self.book.suspects.add(entry.id)  # held when a node died: tried alone (suspects.py)

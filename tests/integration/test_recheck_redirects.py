@@ -11,7 +11,10 @@ import dataclasses
 
 import pytest
 from scrapy import Request
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+from scrapy.http import HtmlResponse
 
+from recordhound.frontier import serialize
 from recordhound.frontier.registry import FRONTIER_ID, KIND_META
 from recordhound.sources.profile import RecrawlSpec
 from tests.integration.test_scheduler_stateful import RedisSchedulerMachine, SchedulerMachine
@@ -87,5 +90,83 @@ def test_a_requeued_redirect_loop_keeps_its_chain_and_fails_again_while_the_loop
                 assert s.backend.requeue_failed([letters[0].id]) == 1
         m.found.add(new)
         m.failed.append(new)
+    finally:
+        m.teardown()
+
+
+VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
+
+
+def _validators(request: Request) -> dict[bytes, bytes | None]:
+    return {name: request.headers.get(name) for name in VALIDATORS if name in request.headers}
+
+
+@pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
+def test_a_page_a_recheck_was_redirected_to_is_not_fetched_with_the_old_pages_validators(
+        machine: type[SchedulerMachine]) -> None:
+    """A recheck of old-name is a conditional request; Scrapy's RedirectMiddleware copies its headers
+    into the request for new-name. Sent with old-name's If-None-Match / If-Modified-Since (and stored
+    with them, so every later fetch too), new-name would get 304s and never be parsed. A request stored
+    with validators by an older version heals when it is leased: only its own recheck state's are sent."""
+    m = machine()
+    try:
+        s = m.scheduler
+        s.policy = dataclasses.replace(s.policy, recrawl=RecrawlSpec(intervals={"product": 0.0}))  # due at once
+        old, new = "https://shop.test/release/old-name", "https://shop.test/release/new-name"
+        stale = "https://shop.test/release/stored-before-the-fix"
+        old_validators = {b"If-None-Match": b'"old-v1"', b"If-Modified-Since": b"Mon, 01 Jan 2024 00:00:00 GMT"}
+        assert s.claim_start() == "claimed"
+        s.enqueue_request(Request(old, meta={KIND_META: "product"}))
+        s.enqueue_request(Request(stale, meta={KIND_META: "product"}, headers=old_validators))
+        s.start_finished()
+
+        def fetched(request: Request, status: int = 200, **headers: str) -> None:
+            s.engine_signals._response_received(
+                HtmlResponse(request.url, status=status, body=b"<html></html>", headers=headers, request=request),
+                request)
+            s.outcomes.output_finished(request.meta[FRONTIER_ID])
+
+        first = {r.url: r for r in (s.next_request(), s.next_request()) if r is not None}
+        assert sorted(first) == sorted([old, stale])
+        assert _validators(first[stale]) == {}, "a first fetch names no validators"
+        fetched(first[old], ETag='"old-v1"', **{"Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"})
+        fetched(first[stale], ETag='"stale-v1"')
+        assert s.flush_safely()
+
+        rechecks = {r.url: r for r in (s.next_request(), s.next_request()) if r is not None}
+        assert _validators(rechecks[old]) == old_validators  # a recheck is a conditional request
+        assert _validators(rechecks[stale]) == {b"If-None-Match": b'"stale-v1"'}, "its own state's only"
+        fetched(rechecks[stale], status=304)
+        # the shop moved old-name: 301 to new-name, followed by Scrapy's own middleware
+        moved = HtmlResponse(old, status=301, headers={"Location": new}, request=rechecks[old])
+        followed = RedirectMiddleware.from_crawler(s.crawler).process_response(rechecks[old], moved)
+        assert isinstance(followed, Request) and followed.url == new
+        assert s.enqueue_request(followed) is True
+        assert s.flush_safely()
+        queued = s.backend.lease("another-node", 10, 60.0)  # what any node (of any version) is given
+        try:
+            stored = {r.url: r for r in (serialize.loads(e.payload, s.spider) for e in queued)}
+        finally:
+            s.backend.release([e.lease for e in queued])
+        assert _validators(stored[new]) == {}, "stored with old-name's validators: every later fetch would send them"
+
+        handed = {r.url: r for r in (s.next_request(), s.next_request()) if r is not None}
+        assert _validators(handed[new]) == {}, "new-name's first fetch must not carry old-name's validators"
+        fetched(handed[new], ETag='"new-v1"')
+        for request in handed.values():
+            if request.url != new:
+                fetched(request, status=304)  # old-name: its recheck is due again too
+        assert s.flush_safely()
+        later = {r.url: r for r in (s.next_request(), s.next_request(), s.next_request()) if r is not None}
+        assert _validators(later[new]) == {b"If-None-Match": b'"new-v1"'}, "its own recheck state's only"
+        s.policy = dataclasses.replace(s.policy, recrawl=RecrawlSpec())  # the rechecks end: the crawl can
+        in_flight = list(later.values())
+        while in_flight:
+            fetched(in_flight.pop(), status=304)
+            if (request := s.next_request()) is not None:
+                in_flight.append(request)
+        assert s.flush_safely()
+        m.found.update({old, new, stale})
+        m.done.extend([old, new, stale])
     finally:
         m.teardown()
