@@ -471,8 +471,8 @@ def test_a_stale_price_approval_is_superseded_not_applied(env: ReviewEnv) -> Non
     writer.write(source, [release("p1", ["Artist"], price="100.00")])
     writer.write(source, [release("p1", ["Artist"], price="120.00")])  # +20 %: held
     (held,) = env.queue.entries(kind="price")
+    env.queue.decide(held["id"], "approve")  # decided, not yet applied (a pending one would be withdrawn now)
     writer.write(source, [release("p1", ["Artist"], price="102.00")])  # +2 %: written meanwhile
-    env.queue.decide(held["id"], "approve")
     assert env.worker().run()["completed"] == 1
     assert rows(env, "SELECT price FROM offers") == [(Decimal("102.00"),)]  # the newer price stays
     history = rows(env, "SELECT old_price, new_price FROM offer_history ORDER BY id")
