@@ -146,7 +146,8 @@ class CatalogWriter:
         held, at_stored = prices
         counts["prices_held"] += self.queue.hold_prices(
             [_hold(h, gate.origin(source_id, name, by_offer)) for h, by_offer in held])
-        counts["prices_withdrawn"] += self.queue.withdraw_prices(at_stored)
+        if parked is None:  # a crawl's view; the apply's release carries an older one (a newer change may wait)
+            counts["prices_withdrawn"] += self.queue.withdraw_prices(at_stored)
         self.queue.reject(plan.rejected, expected=parked)  # they are unparked with it
         self.queue.unpark([gate.item_key(source_id, i) for i in plan.writable], expected=parked)
         return self.queue.park(plan.parked, lambda kind, spelling: self._suggest(kind, spelling, conn),

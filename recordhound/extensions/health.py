@@ -59,6 +59,8 @@ class CrawlHealthMonitor(Monitor):
     def test_failed_share_is_below_the_threshold(self) -> None:
         stats = self._stats()
         failed, acked, what = stats.get(FRONTIER + "failed", 0), stats.get(FRONTIER + "acked", 0), "requests"
+        unanswered = stats.get(FRONTIER + "recheck_unanswered", 0)  # kept on the schedule (written as acked),
+        failed, acked = failed + unanswered, max(0, acked - unanswered)  # but the shop did not answer them
         if failed and failed + acked < SHORT_RUN and stats.get(FRONTIER + "crawl_failed") is not None:
             # a short run (a resumed crawl's last pages): judged with the crawl's earlier runs, so that one
             # page the shop always fails is not a third of the work (the frontier's counts at its close)
@@ -66,8 +68,9 @@ class CrawlHealthMonitor(Monitor):
             what = "requests of the crawl (all its runs)"
         limit = max_failed_share(self.data.crawler)
         if failed and failed / (failed + acked) > limit:
+            also = f", {unanswered} of them rechecks the shop did not answer (kept on the schedule)" if unanswered else ""
             self.fail(f"{failed} of {failed + acked} {what} failed ({failed / (failed + acked):.0%}, "
-                      f"more than {limit:.0%}): see `recordhound frontier failed`")
+                      f"more than {limit:.0%}{also}): see `recordhound frontier failed`")
 
 
 class RecordHealth(Action):

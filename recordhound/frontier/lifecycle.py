@@ -111,7 +111,8 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
     while True:
         counts = backend.counts()
         status = counts.status
-        if status == "completed" and rechecks and (counts.scheduled or counts.due):
+        if status == "completed" and rechecks and (counts.scheduled or counts.due or counts.leased_total
+                                                   or counts.queued or counts.waiting):  # rechecks in hand too
             logger.info("Crawl %r has a recrawl schedule: fetching what is due", crawl)
             return
         if status == "completed" and not others_alive(backend, lease_seconds):

@@ -55,7 +55,7 @@ class WorkerSide(Side):
             held = txn.get_many(PROCESSING, [str(job["id"]) for job, _ in done])
             acked = []
             for job, result in done:
-                if str(job["id"]) in held:
+                if (found := held.get(str(job["id"]))) is not None and found["worker"] == job["worker"]:
                     txn.move(PROCESSING, COMPLETED, str(job["id"]),
                              {**job, "result": result, "finished_at": _now(), "last_error": None})
                     acked.append(int(job["id"]))

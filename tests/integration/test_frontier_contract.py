@@ -483,3 +483,18 @@ def test_a_completed_crawl_whose_profile_gains_a_recrawl_schedule_starts_anew(ba
     else:
         assert (counts.status, counts.done, counts.seen) != ("completed", 2, 2), counts
         assert (counts.done, counts.seen, counts.queued) == (0, 0, 0), counts
+
+
+def test_a_completed_crawl_whose_recheck_a_node_holds_is_not_started_anew(backend: FrontierBackend) -> None:
+    """Completed, its one recheck leased (a node fetches it, or died with it): nothing scheduled or due,
+    yet the crawl is not to be wiped (its seen-set, the recheck's validators): no reset."""
+    from recordhound.frontier.lifecycle import reset_if_completed
+
+    backend.commit([entry("a")], [], [], seeded=True)
+    (a,) = backend.lease("n1", 1, 60)
+    backend.commit([], [], [], rechecks=[Recheck(a.lease, 0.0, json.dumps({"interval": 3600, "etag": "x"}))])
+    backend.set_status("completed")
+    backend.lease("n2", 1, 60)  # due at once: leased
+    reset_if_completed(backend, "demo", 60, rechecks=True)
+    counts = backend.counts()
+    assert (counts.status, counts.seen, counts.leased_total) == ("completed", 1, 1), counts

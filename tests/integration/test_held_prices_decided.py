@@ -202,3 +202,29 @@ def test_a_decided_change_is_not_withdrawn(env: ReviewEnv) -> None:
     assert change(env, first)[0] == "queued"
     assert env.worker().run()["completed"] == 1
     assert offers(env) == [("p1", D("120.00"), "EUR")]
+
+
+def test_the_apply_s_release_of_an_older_version_withdraws_nothing(env: ReviewEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An item parked at the stored 100 (a new artist spelling) is released by the apply; right after
+    the release's commit a crawl holds 100 → 120 (the name decided by then). The release's view of the
+    price is the older one: it must not withdraw the newer pending change."""
+    from recordhound import failpoints
+    from recordhound.catalog import writer as writer_module
+
+    source = env.source()
+    seen(env, source, "100.00")
+    env.writer().write(source, [Release(source="demo", url="http://127.0.0.1/release/p1", external_id="p1",
+                                        title="Title p1", artists=["Newartist"], price=D("100.00"), currency="EUR")])
+    (name,) = env.queue.entries()
+    env.queue.decide(name["id"], "approve")
+    hit, crawled = failpoints.hit, []
+
+    def crawl_after_the_release_commit(point: str, *args: object) -> None:
+        if point == "store.after_commit" and not crawled:
+            crawled.append({})  # once: the crawl's own commit passes here too
+            crawled[0] = seen(env, source, "120.00")
+        hit(point, *args)  # type: ignore[arg-type]
+    monkeypatch.setattr(writer_module.failpoints, "hit", crawl_after_the_release_commit)
+    assert env.worker().run()["completed"] == 1
+    assert crawled and crawled[0]["prices_held"] == 1
+    assert listed(env) == [("pending", "100.00", "EUR", "120.00", "EUR")]

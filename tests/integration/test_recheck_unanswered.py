@@ -8,6 +8,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from types import SimpleNamespace
 from types import MappingProxyType
 from typing import Any
 
@@ -98,6 +99,13 @@ def test_a_recheck_unanswered_in_every_try_keeps_its_schedule_and_validators(sto
         assert scheduler.crawler.stats.get_value("recordhound/frontier/recheck_unanswered") == 1
         again = _next(scheduler)  # the next due time: asked again, conditionally
         assert (again.url, again.headers.get("If-None-Match")) == ("https://shop.test/p/1", b'"v1"')
+        # kept on the schedule, but a failure for the run's health: 1 of its 2 outcomes (50 % > 25 %)
+        from recordhound.extensions.health import CrawlHealthMonitor  # here: pytest would collect the TestCase
+
+        monitor = CrawlHealthMonitor("test_failed_share_is_below_the_threshold")
+        monitor.data = SimpleNamespace(stats=scheduler.crawler.stats.get_stats(), crawler=scheduler.crawler)
+        with pytest.raises(AssertionError, match="1 of 2 requests failed .* 1 of them rechecks the shop did not"):
+            monitor.test_failed_share_is_below_the_threshold()
     finally:
         scheduler.close("shutdown")
         backend = make_backend(scheduler.config, RecheckSpider.name, timeout=5.0)

@@ -4,6 +4,7 @@ matching, parking, each decision, the apply worker's idempotence, failures, retr
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -480,3 +481,13 @@ def test_a_stale_price_approval_is_superseded_not_applied(env: ReviewEnv) -> Non
     (job,) = env.queue.jobs("completed")
     assert job["result"]["status"] == "superseded" and "no longer 100.00" in job["result"]["reason"]
     assert env.queue.entry(held["id"])["status"] == "superseded"
+
+
+def test_a_worker_whose_lease_another_took_over_acks_nothing(env: ReviewEnv) -> None:
+    env.writer().write(env.source(), [release("w1", ["Someone"])])
+    env.queue.decide(pending(env, "Someone")["id"], "approve")
+    (slow,) = env.queue.lease_many("W1", 0.2, 10)
+    time.sleep(0.4)  # its lease runs out: another worker takes the job over
+    (took,) = env.queue.lease_many("W2", 30, 10)
+    assert env.queue.renew([slow], 30) == [] and env.queue.complete_many([(slow, {"status": "approved"})]) == []
+    assert env.queue.complete_many([(took, {"status": "approved"})]) == [took["id"]]
