@@ -15,7 +15,8 @@ from recordhound.config import ReviewConfig, StoreConfig
 from recordhound.catalog import errors, validate
 from recordhound.catalog.result import BatchResult
 from recordhound.db import entities, sources
-from recordhound.db.engine import lock_for_writing
+from recordhound.db.engine import lock_for_writing, writing
+from recordhound.db.ids import align_sequences
 from recordhound.db.keys import release_key
 from recordhound.db.models import Base, Source
 from recordhound.db.statistics import Statistics
@@ -364,6 +365,10 @@ def _problem(item: Release) -> str | None:
 
 
 def open_writer(engine: Engine, store: StoreConfig, review: ReviewConfig, trusted: bool) -> CatalogWriter:
-    """The writer with the review queue the settings name: crawls, imports and the apply worker use it."""
+    """The writer with the review queue the settings name: crawls, imports and the apply worker use it.
+    The id sequences are put back at their tables' ``max(id)`` first (``db/ids.py``: a writer killed
+    before its commit may have left one ahead); the CLI's and the admin's reads never wait for that."""
+    with writing(engine) as conn:
+        align_sequences(conn)
     return CatalogWriter(engine, timedelta(seconds=store.last_seen_resolution_seconds), open_queue(review),
                          ReviewPolicy(trusted, review.price_threshold_pct), store.analyze_rows)

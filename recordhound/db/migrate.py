@@ -96,13 +96,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def open_database(url: str) -> Engine:
-    """An engine on the product database, its schema migrated to the current revision and its id
-    sequences at their tables' ``max(id)``."""
-    from recordhound.db.engine import writing
-    from recordhound.db.ids import align_sequences
-
+    """An engine on the product database, its schema migrated to the current revision."""
     engine = make_engine(url)
     upgrade(engine)
-    with writing(engine) as conn:
-        align_sequences(conn)  # a rollback after a ``setval`` (a kill, an outage) left one ahead
     return engine

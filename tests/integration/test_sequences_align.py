@@ -1,4 +1,5 @@
-"""A process opening the product DB puts the id sequences back at ``max(id)`` (``db/ids.align_sequences``):
+"""A process that writes the catalog puts the id sequences back at ``max(id)`` first (``db/ids.align_sequences``,
+from ``catalog.writer.open_writer``):
 never the sequence of a table whose rows take their ids from it without the write lock (admin users),
 where another process's insert may hold a value not committed yet."""
 
@@ -9,7 +10,8 @@ from datetime import UTC, datetime
 from sqlalchemy import insert
 
 from recordhound.admin.users import create_user
-from recordhound.db.engine import make_engine
+from recordhound.db.engine import make_engine, writing
+from recordhound.db.ids import align_sequences
 from recordhound.db.migrate import open_database
 from recordhound.db.models import AdminUser
 from tests.services import PostgresDatabase
@@ -24,7 +26,8 @@ def test_opening_the_database_during_an_admin_user_insert_leaves_its_sequence_al
                 taken = conn.execute(insert(AdminUser).values(
                     name="second", password_hash="x", created_at=datetime.now(UTC), session_epoch=0,
                 ).returning(AdminUser.id)).scalar_one()
-                open_database(database.url).dispose()  # another process starts meanwhile
+                with writing(engine) as aligning:  # a writer starts meanwhile (an apply worker, an import)
+                    align_sequences(aligning)
             create_user(engine, "third", "a-long-password-3")  # before: duplicate key admin_users_pkey
             with engine.connect() as conn:
                 assert [tuple(r) for r in conn.exec_driver_sql("SELECT id, name FROM admin_users ORDER BY id")] == [
