@@ -35,7 +35,7 @@ from recordhound.db.offers import set_price
 from recordhound.backoff import backoff_seconds
 from recordhound.catalog.errors import is_transient
 from recordhound.exceptions import reason
-from recordhound.catalog.apply_batch import write_batch
+from recordhound.catalog.apply_batch import edited_or_entry_name, write_batch
 from recordhound.catalog.writer import CatalogWriter
 from recordhound.review import gate
 from recordhound.review.items import release_from_doc
@@ -214,7 +214,7 @@ class ApplyWorker:
                     raise ReviewError(f"cannot merge into {kind} {entity_id}: no such {kind}")
                 status = "merged"
             else:
-                name = job["fields"].get("name", entry["name"]).strip() if action == "edit" else entry["name"]
+                name = edited_or_entry_name(job, entry)
                 found = entities.find(conn, kind, name)  # an edit to a known synonym: its entity, as the gate
                 if found is None:
                     entity_id = entities.create_unknown(conn, kind, {name_key(name): [name]})[name]

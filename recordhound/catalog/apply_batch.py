@@ -37,14 +37,15 @@ def write_batch(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> l
             merges.setdefault(kind, set()).add(int(job["into"]))
             target = int(job["into"])
         elif action in ("approve", "edit"):
-            name = _name(job, entry)
+            name = edited_or_entry_name(job, entry)
             target = spelled.setdefault(kind, {}).get(name)  # a synonym first (the gate's order), then the key
             if target is None:
                 target = name_key(name)
                 wanted.setdefault(kind, {}).setdefault(target, name)
         targets.append((kind, target))
         if target is not None:  # its spellings are synonyms for the jobs after it, as one by one
-            for spelling in ([] if action == "merge" else [_name(job, entry)]) + list(entry["spellings"]):
+            given = [] if action == "merge" else [edited_or_entry_name(job, entry)]
+            for spelling in given + list(entry["spellings"]):
                 spelled.setdefault(kind, {}).setdefault(spelling, target)
     ids = {kind: _find_or_create(conn, kind, names) for kind, names in wanted.items()}
     for kind, into in merges.items():
@@ -59,7 +60,8 @@ def write_batch(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> l
     return outcomes
 
 
-def _name(job: Doc, entry: Doc) -> str:
+def edited_or_entry_name(job: Doc, entry: Doc) -> str:
+    """The name an approval or an edit gives (both apply paths)."""
     return str(job["fields"].get("name", entry["name"])).strip() if job["action"] == "edit" else str(entry["name"])
 
 
@@ -69,7 +71,7 @@ def _spelled(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> dict
     for job in jobs:
         if job["action"] in ("approve", "edit"):
             entry = entries[int(job["entry_id"])]
-            names.setdefault(entry["kind"], set()).add(_name(job, entry))
+            names.setdefault(entry["kind"], set()).add(edited_or_entry_name(job, entry))
     return {kind: dict(entities.by_spellings(conn, kind, found)) for kind, found in names.items()}
 
 
