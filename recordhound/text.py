@@ -51,13 +51,14 @@ def name_key(value: str) -> str:
     """The matching key of an artist, label or style name.
 
     "The Beatles", "Beatles, The" and "the  beatles" share one key, and so do
-    "Hip-Hop" and "Hip Hop".
+    "Hip-Hop" and "Hip Hop". A name of punctuation only ("!!!", "???") is its own key, compatibility
+    forms and spaces aside ("…" = "...", "! ! !" = "!!!"): folding would leave them all one empty key.
     """
     text = clean(value) or ""
     moved = _TRAILING_ARTICLE.match(text.casefold())
     if moved:
         text = f"{moved['article']} {moved['rest']}"
-    return fold(text)
+    return fold(text) or "".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 @lru_cache(maxsize=KEYS_CACHED)
