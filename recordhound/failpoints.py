@@ -50,6 +50,7 @@ POINTS = {
                                         "ones the writer cannot read not yet rejected",
     "store.backpressure_paused": "the crawl paused for back-pressure: items wait for a slow product store, unacked",
     "apply.after_write": "the apply worker wrote a decision to the product DB and has not acked it",
+    "apply.after_settle": "the apply worker wrote a decision and settled its entry; its job not acked",
     "alerts.after_send": "an alert reached its receiver and is not yet recorded as sent",
     "import.after_commit": "a file import committed a batch, last_parsed_line not yet moved",
 }

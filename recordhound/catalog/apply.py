@@ -157,6 +157,7 @@ class ApplyWorker:
             if self.config.ack_delay_seconds:
                 time.sleep(self.config.ack_delay_seconds)
             self.queue.settle_many(list(zip(jobs, outcomes)))
+            failpoints.hit("apply.after_settle")
             released = self._release_many([int(job["entry_id"]) for job in jobs])
         except Exception as exc:  # noqa: BLE001 - as apply_one: the jobs fail, never the worker
             if is_transient(exc):
@@ -184,6 +185,7 @@ class ApplyWorker:
                 if self.config.ack_delay_seconds:
                     time.sleep(self.config.ack_delay_seconds)
                 self.queue.settle(job, outcome)
+                failpoints.hit("apply.after_settle")
             released = self._release(int(job["entry_id"])) if entry["kind"] != "price" else Counter()
         except Exception as exc:  # noqa: BLE001 - any error fails this job, never the worker
             if is_transient(exc):

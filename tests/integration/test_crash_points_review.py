@@ -1,6 +1,7 @@
 """Crash points outside the crawler: the apply worker between its write and its ack, and a file
-import between a batch's commit and the ``last_parsed_line`` update. Killed there, restarted:
-every item lands once, IDs stay consecutive (embedded + SQLite, and Redis + PostgreSQL)."""
+import between a batch's commit and the ``last_parsed_line`` update, an import and the apply worker
+around a held price change. Killed there, restarted: every item lands once, a held change is held
+once and written once, IDs stay consecutive (embedded + SQLite, and Redis + PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -137,4 +139,53 @@ def test_a_kill_before_a_commit_leaves_no_sequence_ahead_of_an_empty_table(env: 
     assert applied.returncode == 0, applied.stderr[-3000:]
     assert env.queue.jobs("failed") == [] and offer_skus(env) == set()
     assert sorted(name for (name,) in rows(env, "SELECT name FROM artists")) == ["Known Artist", "New Artist"]
+    assert_ids_consecutive(env.database_url)
+
+
+FEED_HEAD = "sku,title,artists,label,catalog_number,year,styles,price,in_stock\n"
+FEED_ROWS = {  # sku → (row before, row after: P-1 doubles its price, P-2 keeps it, P-3 falls by 1 %)
+    "P-1": ("P-1,First,Held Artist,Held Label,HL-1,2001,Dub,10.00 EUR,yes", "P-1,First,Held Artist,Held Label,HL-1,2001,Dub,20.00 EUR,yes"),
+    "P-2": ("P-2,Second,Held Artist,Held Label,HL-2,2002,Dub,30.00 EUR,yes", "P-2,Second,Held Artist,Held Label,HL-2,2002,Dub,30.00 EUR,yes"),
+    "P-3": ("P-3,Third,Held Artist,Held Label,HL-3,2003,Dub,50.00 EUR,yes", "P-3,Third,Held Artist,Held Label,HL-3,2003,Dub,49.50 EUR,yes"),
+}
+
+
+@pytest.mark.parametrize("import_killed_at, apply_killed_at", [("store.before_commit", "apply.after_write"),
+                                                                ("store.after_commit", "apply.after_settle")])
+def test_kills_around_a_held_price_change_hold_it_once_and_apply_it_once(
+        env: ReviewEnv, tmp_path: Path, import_killed_at: str, apply_killed_at: str) -> None:
+    """A feed read again doubles one offer's price (held for review: the threshold is 5 %) and lowers
+    another's by 1 % (written). The import dies around its batch's commit, the entry already in the
+    review queue (a store of its own); read again, it holds the change once. Approved, the apply worker
+    dies around its write; run again, the price is written once, with one history row."""
+    feed = tmp_path / "prices.csv"
+    trusted = ("-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true")
+    args = ("import", "demo_feed", "--file", str(feed), "--batch-size", "10", *trusted)
+    feed.write_text(FEED_HEAD + "\n".join(before for before, _ in FEED_ROWS.values()) + "\n")
+    assert (first := _run(env, tmp_path, *args)).returncode == 0, first.stderr[-3000:]
+    history_before = rows(env, "SELECT count(*) FROM offer_history")[0][0]
+    feed.write_text(FEED_HEAD + "\n".join(after for _, after in FEED_ROWS.values()) + "\n")
+    killed = _run(env, tmp_path, *args, "--restart", failpoints=f"{import_killed_at}=kill")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    again = _run(env, tmp_path, *args, "--restart")
+    assert again.returncode == 0, again.stderr[-3000:]
+    prices = dict(rows(env, "SELECT external_id, price FROM offers"))
+    assert prices == {"P-1": Decimal("10.00"), "P-2": Decimal("30.00"), "P-3": Decimal("49.50")}
+    held = [(e["status"], e["old_price"], e["new_price"]) for e in env.queue.entries(kind="price")]
+    assert held == [("pending", "10.00", "20.00")]
+    assert rows(env, "SELECT count(*) FROM offer_history")[0][0] == history_before + 1  # P-3's change
+    (entry,) = env.queue.entries(kind="price")
+    env.queue.decide(int(entry["id"]), "approve")
+    apply = ("apply", "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=1")
+    killed = _run(env, tmp_path, *apply, failpoints=f"{apply_killed_at}=kill")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    time.sleep(1.2)  # the dead worker's lease runs out
+    applied = _run(env, tmp_path, *apply)
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    assert len(env.queue.jobs("completed")) == 1 and env.queue.jobs("failed") == []
+    assert dict(rows(env, "SELECT external_id, price FROM offers"))["P-1"] == Decimal("20.00")
+    changes = rows(env, "SELECT o.external_id, h.old_price, h.new_price FROM offer_history h "
+                        "JOIN offers o ON o.id = h.offer_id WHERE h.old_price IS NOT NULL ORDER BY h.id")
+    assert changes == [("P-3", Decimal("50.00"), Decimal("49.50")), ("P-1", Decimal("10.00"), Decimal("20.00"))]
+    assert rows(env, "SELECT count(*) FROM offer_history")[0][0] == history_before + 2
     assert_ids_consecutive(env.database_url)
