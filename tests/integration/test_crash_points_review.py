@@ -40,9 +40,10 @@ def _run(env: ReviewEnv, tmp_path: Path, *args: str, failpoints: str = "") -> su
     return subprocess.run(command, cwd=tmp_path, env=process_env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.parametrize("point", ["apply.after_write", "apply.after_settle"])
 @pytest.mark.parametrize("batch, completed", [(1, 2), (3, 3)])  # one job per write; three per write (the bulk path)
 def test_apply_worker_killed_after_its_write_redoes_the_job_once(env: ReviewEnv, tmp_path: Path, batch: int,
-                                                                 completed: int) -> None:
+                                                                 completed: int, point: str) -> None:
     source = env.source()
     names = [f"Crash Artist {n}" for n in range(8)]
     env.writer().write(source, [release(f"c{n}", [names[n], names[(n + 1) % 8]]) for n in range(8)])
@@ -50,7 +51,7 @@ def test_apply_worker_killed_after_its_write_redoes_the_job_once(env: ReviewEnv,
         env.queue.decide(entry["id"], "approve")
     killed = _run(env, tmp_path, "apply", "-s", "RECORDHOUND_APPLY_LEASE_SECONDS=1",
                   "-s", f"RECORDHOUND_REVIEW_BATCH_SIZE={batch}",
-                  failpoints=f"apply.after_write=kill@{3 if batch == 1 else 2}")
+                  failpoints=f"{point}=kill@{3 if batch == 1 else 2}")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert len(env.queue.jobs("completed")) == completed  # the next write was committed, not acked
     time.sleep(1.2)  # the dead worker's lease runs out
