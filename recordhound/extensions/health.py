@@ -23,6 +23,7 @@ from spidermon.core.actions import Action
 HEALTH_STAT = "recordhound/health/failed"  # "; "-joined reasons of the checks that failed
 PRODUCT_PAGES_STAT = "recordhound/pages/product"  # product pages answered (200 or a recheck's 304)
 FRONTIER = "recordhound/frontier/"
+ROBOTS_FORBIDDEN_STAT = "recordhound/robots/forbidden"  # requests robots.txt forbids (the frontier records them failed)
 SHORT_RUN = 20  # a run that decided fewer requests has its failed share judged over the whole crawl
 
 
@@ -59,6 +60,7 @@ class CrawlHealthMonitor(Monitor):
     def test_failed_share_is_below_the_threshold(self) -> None:
         stats = self._stats()
         failed, acked, what = stats.get(FRONTIER + "failed", 0), stats.get(FRONTIER + "acked", 0), "requests"
+        failed = max(0, failed - stats.get(ROBOTS_FORBIDDEN_STAT, 0))  # recorded as failed: the shop's wish, no error
         unanswered = stats.get(FRONTIER + "recheck_unanswered", 0)  # kept on the schedule (written as acked),
         failed, acked = failed + unanswered, max(0, acked - unanswered)  # but the shop did not answer them
         if failed and failed + acked < SHORT_RUN and stats.get(FRONTIER + "crawl_failed") is not None:

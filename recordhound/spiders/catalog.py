@@ -18,7 +18,7 @@ from scrapy.http import Response, TextResponse
 
 from recordhound.errors import record_error
 from recordhound.exceptions import ConfigError, CutOffError, FieldError, ProfileError
-from recordhound.extensions.health import PRODUCT_PAGES_STAT, SpidermonToDebug
+from recordhound.extensions.health import PRODUCT_PAGES_STAT, ROBOTS_FORBIDDEN_STAT, SpidermonToDebug
 from recordhound.frontier.recrawl import LASTMODS
 from recordhound.frontier.registry import KIND_META, held_lease, report_failure
 from recordhound.frontier.retry import TAKEN_BACK, Problem, RetryPolicy
@@ -261,7 +261,7 @@ class CatalogSpider(scrapy.Spider):
         if _forbidden_by_robots(failure):  # a page the shop asked not to be crawled: no error
             problem = Problem("robots_forbidden", "forbidden by the shop's robots.txt", False)
             if report_failure(self.crawler, request, problem) is not TAKEN_BACK:
-                self.crawler.stats.inc_value("recordhound/robots/forbidden")
+                self.crawler.stats.inc_value(ROBOTS_FORBIDDEN_STAT)
             return
         self._failed(request, problem)
 

@@ -264,3 +264,24 @@ def test_a_product_in_a_listing_and_the_sitemap_is_fetched_once_and_again_only_w
     assert hits.get("/shopify/collections/all", 0) >= 1 and hits["/shopify/sitemap_products_1.xml"] >= 3, hits
     assert fetched == {path: 2 if path in moved else 1 for path in paths}
     assert_product_db_matches(database, after)
+
+
+def test_pages_robots_txt_forbids_are_not_failures_of_the_crawl(tmp_path: Path) -> None:
+    """Half the requests are pages the shop's robots.txt forbids (its checkout): recorded as
+    ``robots_forbidden``, never fetched, and not the crawl's failures: the health check passes."""
+    with ShopProcess(40, seed=5) as shop:
+        truth = shop.truth()["sections"]["market"]
+        forbidden = [f"/shopify/checkout/{n}" for n in range(60)]
+        profile = tmp_path / "market.yaml"
+        profile.write_text(yaml.safe_dump({
+            "name": "market", "base_url": shop.url, "start_urls": ["/market/browse/", *forbidden],
+            "structured": "schema.org",
+            "links": {"product": ".card a::attr(href)", "listing": "link[rel=next]::attr(href)"}}))
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        result = run_crawl(tmp_path, database, "-a", f"source={profile}")
+        hits = shop.hits()
+    assert not any(path.startswith("/shopify/checkout") for path in hits), hits
+    assert result.stats.get("recordhound/robots/forbidden") == 61, result.stats  # and the market's reserved copy
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "failed share" not in result.stderr
+    assert_product_db_matches(database, truth)
