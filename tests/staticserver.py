@@ -4,7 +4,8 @@
         server.url                 # http://127.0.0.1:PORT/
         server.hits["/sitemap.xml"]
 
-A path it does not know answers 404. Threads only (one per connection).
+A path it does not know answers 404. Threads only (one per connection). ``headers``: more response
+headers per path (``{"/b.xml": {"Content-Encoding": "gzip"}}``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from types import TracebackType
 
 
 class StaticServer:
-    def __init__(self, pages: dict[str, tuple[str, bytes]]) -> None:
-        self.pages = pages
+    def __init__(self, pages: dict[str, tuple[str, bytes]], headers: dict[str, dict[str, str]] | None = None) -> None:
+        self.pages, self.headers = pages, headers or {}
         self.hits: Counter[str] = Counter()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -33,6 +34,8 @@ class StaticServer:
                 self.send_response(200 if self.path in server.pages else 404)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
+                for name, value in server.headers.get(self.path, {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
 

@@ -32,7 +32,7 @@ from recordhound.sources.schema import with_base_url
 from recordhound.sources.shopify import (next_page, product_json_url, product_page_url, products_json_url,
                                          release_of)
 from recordhound.sources import woocommerce
-from recordhound.sources.sitemaps import MOVED, STANDS, read_sitemap, since, wanted
+from recordhound.sources.sitemaps import MAX_SITEMAP_BYTES, MOVED, STANDS, read_sitemap, since, wanted
 
 from twisted.python.failure import Failure
 
@@ -128,9 +128,11 @@ class CatalogSpider(scrapy.Spider):
         yield from self._sitemaps(response.url, sitemap_lines(response.body))
 
     def _sitemaps(self, base: str, urls: Iterable[str]) -> Iterator[scrapy.Request]:
+        """``download_maxsize``: a sitemap sent gzipped (``Content-Encoding``) is unzipped by Scrapy's
+        compression middleware, up to this size; a ``.gz`` body by ``read_sitemap``, to the same."""
         for url in urls:
             yield scrapy.Request(urljoin(base, url), callback=self.parse_sitemap, errback=self.on_error,
-                                 meta=self._meta("listing"))
+                                 meta={**self._meta("listing"), "download_maxsize": MAX_SITEMAP_BYTES})
 
     def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
         """A sitemap index leads to sitemaps; a urlset to product pages: those new to it, and again

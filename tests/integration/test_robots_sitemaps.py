@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
@@ -285,3 +286,40 @@ def test_pages_robots_txt_forbids_are_not_failures_of_the_crawl(tmp_path: Path) 
     assert result.returncode == 0, result.stderr[-3000:]
     assert "failed share" not in result.stderr
     assert_product_db_matches(database, truth)
+
+
+def _gzip_bomb(inflated_bytes: int) -> bytes:
+    """A gzip stream of ``inflated_bytes`` of one XML comment (about 1/1000 of that on the wire)."""
+    packer, chunk = zlib.compressobj(9, zlib.DEFLATED, 31), b" " * (1 << 20)
+    parts = [packer.compress(b"<?xml version='1.0'?><!--")]
+    parts += [packer.compress(chunk) for _ in range(inflated_bytes >> 20)]
+    return b"".join([*parts, packer.compress(b"--><urlset/>"), packer.flush()])
+
+
+def test_a_sitemap_sent_gzip_encoded_is_unzipped_no_further_than_a_sitemap_may_be(tmp_path: Path) -> None:
+    """A sitemap answered with ``Content-Encoding: gzip`` that inflates to 300 MB (a gzip bomb: 0.3 MB
+    sent) is cut at the sitemaps.org size (50 MB), recorded naming it, and the crawl's other sitemap is
+    read: the crawler never inflates more of it."""
+    with ShopProcess(120, seed=5) as shop:
+        truth = shop.truth()["sections"]["shopify"]
+        paths = sorted({o["path"] for o in truth["offers"]})[:20]
+        product = shop.url.rstrip("/")
+        pages = {"/good.xml": ("application/xml", _urlset([product + p for p in paths])),
+                 "/bomb.xml": ("application/xml", _gzip_bomb(300 << 20))}
+        with StaticServer(pages, headers={"/bomb.xml": {"Content-Encoding": "gzip"}}) as sitemaps:
+            profile = _profile(tmp_path, shop, base_url=sitemaps.url,
+                               sitemap={"urls": ["/bomb.xml", "/good.xml"], "follow": ["/products/"], "only": True})
+            database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+            result = run_crawl(tmp_path, database, "-a", f"source={profile}", "-s", "RECORDHOUND_RETRY_MAX_ATTEMPTS=1")
+            assert sitemaps.hits["/bomb.xml"] == 1, sitemaps.hits
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_product_db_matches(database, _sub_truth(truth, set(paths)))
+    db = ProductDb(database)
+    try:
+        meta = db.rows("SELECT metadata FROM sources")[0][0]
+    finally:
+        db.close()
+    meta = json.loads(meta) if isinstance(meta, str) else meta
+    recorded = {e["url"]: e["message"] for e in meta["recent_errors"]}
+    assert list(recorded) == [sitemaps.url + "bomb.xml"], recorded
+    assert f"exceeded DOWNLOAD_MAXSIZE ({50 << 20} B)" in recorded[sitemaps.url + "bomb.xml"], recorded
