@@ -2,10 +2,14 @@
 
 The scheduler marks a fingerprint seen in the same atomic step that queues its request;
 "seen" never means "done" (a leased request that was never acked is crawled again).
+A request sent again on purpose (a product whose sitemap ``lastmod`` moved) carries a salt in its meta
+(``FINGERPRINT_SALT_META``): its fingerprint is the URL's with the salt, seen once per salt, so the
+same read of the sitemap, expanded again after a kill, queues it once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -16,6 +20,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 FINGERPRINT_BYTES = 8  # 64 bits: about 1 collision in 3 million crawls of 10 million URLs
+FINGERPRINT_SALT_META = "recordhound_fingerprint_salt"  # str: the request is one more fetch of its URL, once per salt
 
 
 class FrontierDupeFilter:
@@ -29,7 +34,10 @@ class FrontierDupeFilter:
         return cls(crawler, crawler.settings.getbool("DUPEFILTER_DEBUG"))
 
     def fingerprint(self, request: Request) -> bytes:
-        return self.fingerprinter.fingerprint(request)[:FINGERPRINT_BYTES]
+        fingerprint = self.fingerprinter.fingerprint(request)
+        if (salt := request.meta.get(FINGERPRINT_SALT_META)) is not None:
+            return hashlib.blake2b(fingerprint + salt.encode(), digest_size=FINGERPRINT_BYTES).digest()
+        return fingerprint[:FINGERPRINT_BYTES]
 
     def log(self, request: Request) -> None:
         if self.debug:

@@ -22,7 +22,8 @@ from recordhound.sources.profile import RecrawlSpec
 
 GROW, SHRINK = 1.5, 0.5
 LASTMODS = "lastmods"  # a sitemap's state: {product URL: its lastmod when the sitemap was last read}
-KEPT = (LASTMODS,)  # what a callback keeps in the state, carried over a fetch that did not replace it
+READS = "reads"  # a sitemap's state: how many of its reads were acked (the pages it sends again are per read)
+KEPT = (LASTMODS, READS)  # what a callback keeps in the state, carried over a fetch that did not replace it
 _SHORT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _ISO = re.compile(r"^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -19,7 +19,8 @@ from scrapy.http import Response, TextResponse
 from recordhound.errors import record_error
 from recordhound.exceptions import ConfigError, CutOffError, FieldError, ProfileError
 from recordhound.extensions.health import PRODUCT_PAGES_STAT, ROBOTS_FORBIDDEN_STAT, SpidermonToDebug
-from recordhound.frontier.recrawl import LASTMODS
+from recordhound.frontier.dupefilter import FINGERPRINT_SALT_META
+from recordhound.frontier.recrawl import LASTMODS, READS
 from recordhound.frontier.registry import KIND_META, held_lease, report_failure
 from recordhound.frontier.retry import TAKEN_BACK, Problem, RetryPolicy
 from recordhound.items import Unchanged
@@ -151,18 +152,23 @@ class CatalogSpider(scrapy.Spider):
         held = held_lease(self.crawler, response.request)
         last_read = held.state.get(LASTMODS) if held is not None else None
         products = [entry for entry in found.entries if wanted(self.profile.sitemap, entry.url)]
+        read = f"{response.url} {held.state.get(READS, 0) + 1}" if held is not None else None
         if held is not None:
             held.keep[LASTMODS] = {entry.url: entry.lastmod for entry in products if entry.lastmod}
+            held.keep[READS] = held.state.get(READS, 0) + 1
         for entry in products:
             if (change := since(last_read, entry)) != STANDS:
-                yield self._sitemap_product(entry.url, again=change == MOVED)
+                yield self._sitemap_product(entry.url, read if change == MOVED else None)
 
-    def _sitemap_product(self, url: str, again: bool) -> scrapy.Request:
-        """``again``: its lastmod moved: fetched once more, past the seen-set, and never rechecked on
-        its own (the page's own request, if it has a schedule, keeps it)."""
+    def _sitemap_product(self, url: str, again_in: str | None) -> scrapy.Request:
+        """``again_in``: its lastmod moved in this read of the sitemap: fetched once more, once per read
+        (its fingerprint salted with the read: a read expanded again after a kill queues it once), and
+        never rechecked on its own (the page's own request, if it has a schedule, keeps it)."""
         shopify, product = self.profile.platform == "shopify", self.profile.links.get("product")
-        meta = self._meta(MOVED_KIND, render_kind="product") if again else self._meta("product")
-        return scrapy.Request(product_json_url(url) if shopify else url, dont_filter=again,
+        meta = self._meta(MOVED_KIND, render_kind="product") if again_in else self._meta("product")
+        if again_in:
+            meta[FINGERPRINT_SALT_META] = again_in
+        return scrapy.Request(product_json_url(url) if shopify else url,
                               callback=self.parse_product_json if shopify else self.parse_product,
                               errback=self.on_error, priority=product.priority if product else 10, meta=meta)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import yaml
 
 from recordhound.demo.catalog import Catalog
@@ -77,7 +78,9 @@ def test_crawl_delay_of_two_seconds_holds_across_three_nodes(tmp_path: Path) -> 
         moments = sorted(t for times in stats["fetched_at"].values() for t in times)
         gaps = [b - a for a, b in zip(moments, moments[1:])]
         assert len(moments) >= 6, stats["fetched_at"]
-        assert min(gaps) >= 1.9, gaps  # 2 s apart, whichever node sent them (arrival jitter aside)
+        # 2 s apart, whichever node sent them; arrival jitter aside (a loaded machine, load 9, showed 1.87 s):
+        # two nodes each keeping the delay alone would show gaps near 0 or 1 s
+        assert min(gaps) >= 1.75, gaps
         assert stats["requests"]["/robots.txt"] >= 3  # each node read it before its first page
         assert sum(1 for n in pages if n > 0) >= 2, pages  # the pages came from more than one node
 
@@ -323,3 +326,64 @@ def test_a_sitemap_sent_gzip_encoded_is_unzipped_no_further_than_a_sitemap_may_b
     recorded = {e["url"]: e["message"] for e in meta["recent_errors"]}
     assert list(recorded) == [sitemaps.url + "bomb.xml"], recorded
     assert f"exceeded DOWNLOAD_MAXSIZE ({50 << 20} B)" in recorded[sitemaps.url + "bomb.xml"], recorded
+
+
+def test_a_node_killed_while_it_expands_a_sitemap_whose_lastmods_moved_fetches_each_moved_page_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The products sitemap is read again after the shop's prices moved; the node dies after it wrote
+    a few of the moved pages to the frontier, before the sitemap's ack. Resumed, the sitemap is read
+    again from the same state: the pages written before the kill are not queued a second time (a
+    moved page's fingerprint is its URL's with the sitemap's read), so each moved page is fetched once
+    more in all, and the product DB matches the shop's truth."""
+    seed, releases = 7, 120
+    moved, paths, after = _moved_by_epoch_one(seed, releases)
+    with ShopProcess(releases, seed=seed) as shop:
+        profile = _profile(tmp_path, shop, recrawl={"listing": "1s"})
+        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+        small_batches = ("-s", "RECORDHOUND_FRONTIER_PUSH_BATCH=5", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000")
+        first = run_crawl(tmp_path, database, "-a", f"source={profile}", *small_batches)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert shop.get_json("/_next_epoch")["epoch"] == 1
+        time.sleep(1.5)  # the sitemap is due again
+        monkeypatch.setenv("RECORDHOUND_FAILPOINTS", "frontier.after_flush=kill@3")
+        killed = run_crawl(tmp_path, database, "-a", f"source={profile}", *small_batches)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+        monkeypatch.delenv("RECORDHOUND_FAILPOINTS")
+        resumed = run_crawl(tmp_path, database, "-a", f"source={profile}", *small_batches)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
+        sitemap_reads = shop.hits()[PRODUCTS_SITEMAP]
+    assert sitemap_reads >= 3, sitemap_reads  # read, read again (killed), read again from the same state
+    assert fetched == {path: 2 if path in moved else 1 for path in paths}
+    assert_product_db_matches(database, after)
+
+
+def _urlset_dated(urls: list[str], lastmod: str) -> bytes:
+    entries = "".join(f"<url><loc>{url}</loc><lastmod>{lastmod}</lastmod></url>" for url in urls)
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            f"{entries}</urlset>\n").encode()
+
+
+def test_an_off_site_product_in_a_sitemap_is_never_fetched_even_when_its_lastmod_moves(tmp_path: Path) -> None:
+    """The sitemap names 10 products of the shop and one on another host (``localhost``, not the
+    profile's ``127.0.0.1``); its lastmods all move before the second read: the 10 are fetched again,
+    the off-site one never (Scrapy's off-site filter lets a ``dont_filter`` request through)."""
+    with ShopProcess(120, seed=5) as shop:
+        truth = shop.truth()["sections"]["shopify"]
+        paths = sorted({o["path"] for o in truth["offers"]})
+        kept, offsite = paths[:10], paths[10]
+        on_site = [shop.url.rstrip("/") + p for p in kept]
+        elsewhere = shop.url.replace("127.0.0.1", "localhost").rstrip("/") + offsite
+        with StaticServer({"/sm.xml": ("application/xml", _urlset_dated([*on_site, elsewhere], "2026-01-01"))}) as sm:
+            profile = _profile(tmp_path, shop, base_url=sm.url, recrawl={"listing": "1s"},
+                               sitemap={"urls": ["/sm.xml"], "follow": ["/products/"], "only": True})
+            database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+            first = run_crawl(tmp_path, database, "-a", f"source={profile}")
+            assert first.returncode == 0, first.stderr[-3000:]
+            sm.pages["/sm.xml"] = ("application/xml", _urlset_dated([*on_site, elsewhere], "2026-02-02"))
+            time.sleep(1.5)  # the sitemap is due again
+            second = run_crawl(tmp_path, database, "-a", f"source={profile}")
+            assert second.returncode == 0, second.stderr[-3000:]
+        fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
+    assert fetched == dict.fromkeys(kept, 2), fetched
+    assert_product_db_matches(database, _sub_truth(truth, set(kept)))
