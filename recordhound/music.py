@@ -21,20 +21,37 @@ _SCHEMA_FORMATS = {
     "vinylformat": "LP", "cdformat": "CD", "cassetteformat": "Cassette", "digitalformat": "Digital",
     "dvdformat": "DVD", "laserdiscformat": "LaserDisc", "digitalaudiotapeformat": "DAT", "minidiscformat": "MiniDisc",
 }
-_SIZE = re.compile(r'(7|10|12)\s*(?:"|”|″|inch|in\b|zoll|\'\')')
-_WORDS: tuple[tuple[str, str], ...] = (  # folded words → format, first match wins
-    ("box", "Box Set"), ("cassette", "Cassette"), ("tape", "Cassette"), ("mc", "Cassette"),
-    ("digital", "Digital"), ("download", "Digital"), ("mp3", "Digital"), ("flac", "Digital"),
-    ("wav", "Digital"), ("compact disc", "CD"), ("cd", "CD"), ("lp", "LP"), ("vinyl", "LP"),
+_SIZE = re.compile(r'(?:(?<![\w.,])(\d)\s*[x×]\s*)?(7|10|12)\s*(?:"|”|″|inch|in\b|zoll|\'\')')  # 2x12"
+_PHYSICAL: tuple[tuple[str, str], ...] = (  # folded words → format, the first in this list wins
+    ("box", "Box Set"), ("boxset", "Box Set"), ("cassette", "Cassette"), ("tape", "Cassette"), ("mc", "Cassette"),
+    ("compact disc", "CD"), ("cd", "CD"), ("lp", "LP"), ("vinyl", "LP"),
 )
+_DIGITAL = (("digital", "Digital"), ("download", "Digital"), ("mp3", "Digital"), ("flac", "Digital"),
+            ("wav", "Digital"))  # only when no physical format is named: "LP + Download Code" is an LP
+_TIMES = re.compile(r"(?<![\w.,])(\d{1,2})\s*x\s*(?=\w)")  # "2xlp", "3 x cd"
+_DISCS = re.compile(r"(?<![\w.,])(\d)\s*(?:lp|cd)s?\b")  # "2lp", "deluxe edition 2cd"
+_MULTIPLE = re.compile(r"^(double|triple)\b|\b(double|triple)\s*(?:lp|cd|vinyl)\b")
 _AVAILABLE = {
     "in_stock": ("instock", "in stock", "available", "limitedavailability", "onlineonly", "instoreonly",
-                 "auf lager", "lieferbar", "en stock", "disponible", "op voorraad", "true", "yes", "1"),
+                 "auf lager", "lieferbar", "verfugbar", "vorratig", "en stock", "disponible", "disponibile",
+                 "op voorraad", "in voorraad", "leverbaar", "true", "yes", "1"),
     "sold_out": ("outofstock", "out of stock", "sold out", "soldout", "discontinued", "unavailable",
-                 "ausverkauft", "nicht lieferbar", "epuise", "agotado", "uitverkocht", "false", "no", "0"),
+                 "ausverkauft", "nicht lieferbar", "epuise", "agotado", "uitverkocht", "esaurito", "false", "no", "0"),
     "pre_order": ("preorder", "pre order", "presale", "backorder", "vorbestellung", "vorbestellbar",
                   "precommande", "coming soon"),
 }
+_STOCK = ("in stock|available|auf lager|lieferbar|verfugbar|vorratig|en stock|disponible|disponibile|"
+          "op voorraad|in voorraad|leverbaar|stock|lager|voorraad")
+_SOON = "soon|bald|bientot|binnenkort|pronto|presto"
+_NOT_NOW = tuple(re.compile(pattern) for pattern in (  # stock wording that says "not now", per language
+    r"\b(?:not|no|never)\s+(?:\w+\s+)?(?:in stock|available|stock)\b",  # "not in stock", "no longer available"
+    r"\b(?:nicht|kein|keine)\s+(?:\w+\s+)?(?:auf lager|lieferbar|verfugbar|vorratig)\b",  # "nicht mehr auf Lager"
+    r"\b(?:pas|plus)\s+(?:\w+\s+)?(?:en stock|disponible)\b",  # "pas en stock", "n'est plus disponible"
+    r"\b(?:no|sin)\s+(?:\w+\s+)?(?:disponible|stock)\b",  # "no disponible", "sin stock"
+    r"\b(?:niet|geen)\s+(?:\w+\s+)?(?:op voorraad|in voorraad|leverbaar|voorraad)\b",  # "niet op voorraad"
+    r"\bnon\s+(?:\w+\s+)?(?:disponibile|disponible)\b",  # "non disponibile"
+    rf"\b(?:{_STOCK})\b.*\b(?:{_SOON})\b|\b(?:{_SOON})\b.*\b(?:{_STOCK})\b",  # "back in stock soon"
+))
 _GRADE_WORDS = (("near mint", "NM"), ("mint minus", "NM"), ("very good plus", "VG+"), ("very good", "VG"),
                 ("good plus", "G+"), ("mint", "M"), ("good", "G"), ("fair", "F"), ("poor", "P"))
 _GRADE_CODE = re.compile(r"\b(M-|NM|EX|VG\+\+|VG\+|VG|G\+|G|F|P|M)(?![\w+-])")
@@ -47,7 +64,8 @@ def _bare(value: str) -> str:
 
 
 def format_name(value: str | None) -> str | None:
-    """'12" Vinyl' → ``12"``, "2LP"/"2 x LP"/"Double LP" → ``2xLP``, "Compact Disc" → ``CD``."""
+    """'12" Vinyl' → ``12"``, "2LP"/"2 x LP"/"Double LP" → ``2xLP``, "Compact Disc" → ``CD``, '2x12"' →
+    ``2x12"``; a physical format named anywhere wins over a download: "Vinyl LP + Download Code" → ``LP``."""
     if not value:
         return None
     bare = _bare(value)
@@ -56,21 +74,27 @@ def format_name(value: str | None) -> str | None:
         return _SCHEMA_FORMATS[schema]
     size = _SIZE.search(bare.lower())
     words = fold(bare.replace("×", "x"))
-    name = next((n for word, n in _WORDS if re.search(rf"(?:\b|\d|x){re.escape(word)}\b", words)), None)
-    if name == "LP" and size and (size.group(1) != "12" or not re.search(r"(?:\b|\d|x)lp\b", words)):
-        return f'{size.group(1)}"'  # a 12" single or EP is not an LP
+    name = _named(words, _PHYSICAL)
+    if size and (name is None or name == "LP" and (size.group(2) != "12" or not _named(words, (("lp", "LP"),)))):
+        times = int(size.group(1) or 1)  # a 12" single or EP is not an LP
+        return f'{times}x{size.group(2)}"' if times > 1 else f'{size.group(2)}"'
     if name is None:
-        return f'{size.group(1)}"' if size else None
+        return _named(words, _DIGITAL)
     count = _count(words)
     return f"{count}x{name}" if count > 1 and name in ("LP", "CD") else name
 
 
+def _named(words: str, names: tuple[tuple[str, str], ...]) -> str | None:
+    return next((n for word, n in names if re.search(rf"(?:\b|\d|x){re.escape(word)}s?\b", words)), None)
+
+
 def _count(words: str) -> int:
-    """How many discs: "2xlp", "2 x lp", "2lp", "double lp"."""
-    found = re.match(r"^(\d+)\s*x\s*\w", words) or re.match(r"^(\d)\s*(?:lp|cd)\b", words)
+    """How many discs, wherever the text says it: "2xlp", "2 x lp", "2lp", "deluxe edition 2cd", "double lp"."""
+    found = _TIMES.search(words) or _DISCS.search(words)
     if found:
         return int(found.group(1))
-    return {"double": 2, "triple": 3}.get(words.split(" ", 1)[0], 1)
+    multiple = _MULTIPLE.search(words)
+    return {"double": 2, "triple": 3}[multiple.group(1) or multiple.group(2)] if multiple else 1
 
 
 def availability(value: str | None) -> str | None:
@@ -83,6 +107,8 @@ def availability(value: str | None) -> str | None:
         if any(text == word or squashed == word.replace(" ", "") for word in _AVAILABLE[state]):
             return state
     for state in ("pre_order", "sold_out", "in_stock"):  # "Only 2 left in stock", "Sold Out!"
+        if state == "sold_out" and any(pattern.search(text) for pattern in _NOT_NOW):
+            return state  # "Currently not in stock", "Nicht auf Lager", "Back in stock soon"
         if any(" " in word and word in text for word in _AVAILABLE[state]):
             return state
     return None
@@ -115,9 +141,9 @@ def grade(value: str | None) -> str | None:
 
 
 def barcode(value: str | None) -> str | None:
-    """A GTIN (8, 12, 13 or 14 digits, spaces and dashes dropped) with a valid check digit, in one
-    form per code: a UPC-A ("724384960650") is its EAN-13 ("0724384960650"), and a GTIN-14 with a
-    leading zero is the EAN-13 without it, so every shop's spelling names the same release."""
+    """A GTIN (8, 12, 13 or 14 digits, spaces and dashes dropped) with a valid check digit, not a
+    ``placeholder``, in one form per code: a UPC-A ("724384960650") is its EAN-13 ("0724384960650"), and a
+    GTIN-14 with a leading zero is the EAN-13 without it, so every shop's spelling names the same release."""
     if not value:
         return None
     digits = re.sub(r"[\s-]", "", value)
@@ -127,6 +153,12 @@ def barcode(value: str | None) -> str | None:
     total = sum(int(d) * (3 if i % 2 == 0 else 1) for i, d in enumerate(reversed(body)))
     if (10 - total % 10) % 10 != check:
         return None
-    if len(digits) == 12:
-        return "0" + digits
-    return digits[1:] if len(digits) == 14 and digits[0] == "0" else digits
+    code = "0" + digits if len(digits) == 12 else digits[1:] if len(digits) == 14 and digits[0] == "0" else digits
+    return None if placeholder(code) else code
+
+
+def placeholder(code: str) -> bool:
+    """A shop's filler, not a code GS1 gives a record: every digit before the check digit the same, leading
+    zeros aside ("0000000000000", "1111111111116", UPC "555555555555"). Several pass the check digit, and the
+    writer matches releases by barcode first: unrelated records would become one."""
+    return len(set(code[:-1].lstrip("0"))) <= 1

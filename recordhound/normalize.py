@@ -111,7 +111,11 @@ def _money(text: str | None, currency: str | None, profile: Profile, machine: bo
 def _barcode(text: str | None, problem: Callable[[str, str], None]) -> str | None:
     code = music.barcode(text)
     if text and code is None:
-        problem("barcode", f"{text!r} is not an EAN/UPC (8, 12, 13 or 14 digits with a valid check digit)")
+        digits = "".join(text.split()).replace("-", "")
+        if digits.isdigit() and music.placeholder(digits):
+            problem("barcode", f"{text!r} is a placeholder (one digit repeated), not a record's barcode")
+        else:
+            problem("barcode", f"{text!r} is not an EAN/UPC (8, 12, 13 or 14 digits with a valid check digit)")
     return code
 
 

@@ -43,13 +43,22 @@ def release_from_doc(doc: dict[str, Any]) -> Release:
     return _as_written_now(Release(**fields))
 
 
+def _barcode_now(code: str | None) -> str | None:
+    """A parked barcode in today's form; a placeholder ("0000000000000", parked before they were refused)
+    is none: the writer matches releases by barcode first."""
+    if not code or (found := music.barcode(code)) is not None:
+        return found if code else code
+    digits = "".join(code.split()).replace("-", "")
+    return None if digits.isdigit() and music.placeholder(digits) else code
+
+
 def _as_written_now(item: Release) -> Release:
     """An item parked by an earlier version, in today's form: barcodes as EAN-13 (migration 0006)
     and offers named by page, format and condition rather than their place (migration 0007), so
     releasing it matches what the product DB holds now."""
-    item.barcode = music.barcode(item.barcode) or item.barcode
+    item.barcode = _barcode_now(item.barcode)
     for offer in item.offers:
-        offer.barcode = music.barcode(offer.barcode) or offer.barcode
+        offer.barcode = _barcode_now(offer.barcode)
     positional = sorted(((int(found["n"]), offer) for offer in item.offers
                          if (found := POSITIONAL_ID.match(offer.external_id)) and found["page"] == item.external_id),
                         key=lambda pair: pair[0])

@@ -4,7 +4,9 @@
 Each offer takes what its own node says and falls back to its release / variant node: the
 format from the release's name or ``musicReleaseFormat``, the barcode from ``gtin13`` (or
 ``gtin``, ``gtin12``, ``gtin14``, ``gtin8``), the shop's own id from the offer URL's variant
-(Shopify's ``?variant=<id>``: SKUs there are optional and often repeated), ``sku`` or ``@id``.
+(Shopify's ``?variant=<id>``: SKUs there are optional and often repeated), ``sku`` or ``@id``; a
+product's SKU never names its offers (``offer_ids`` names those without one). The price is ``price``,
+``lowPrice`` or the ``priceSpecification`` to pay (not a StrikethroughPrice / ListPrice / MSRP).
 A page with one plain offer gives none here: its fields are the page's own.
 """
 
@@ -18,6 +20,8 @@ from recordhound.music import format_name
 from recordhound.sources.structured import strings, types
 
 GTIN_KEYS = ("gtin13", "gtin", "gtin12", "gtin14", "gtin8", "isbn")
+# schema.org PriceTypeEnumeration (and Google's StrikethroughPrice): prices shown beside the one to pay
+_NOT_TO_PAY = frozenset(("strikethroughprice", "listprice", "msrp", "srp", "minimumadvertisedprice"))
 Node = dict[str, Any]
 
 
@@ -48,31 +52,34 @@ def offers_of(node: Node) -> list[RawOffer]:
     return [_offer(o, node) for o in offers] if len(offers) > 1 or (copies and offers) else []
 
 
-def _plain_offers(value: Any) -> list[Node]:
-    """Offers, the offers inside an AggregateOffer (an AggregateOffer alone is not an offer)."""
+def _plain_offers(value: Any, lone: bool = False) -> list[Node]:
+    """Offers, the offers inside an AggregateOffer; an AggregateOffer that lists none is an offer (its
+    ``lowPrice``) only when ``lone``: a release's or variant's, not the product's (its fields are the page's)."""
     found: list[Node] = []
     for offer in listed(value):
         if "AggregateOffer" in types(offer):
-            found += listed(offer.get("offers"))
+            found += listed(offer.get("offers")) or ([offer] if lone else [])
         else:
             found.append(offer)
     return found
 
 
 def _variant_offers(variant: Node) -> list[RawOffer]:
-    offers = _plain_offers(variant.get("offers"))
+    offers = _plain_offers(variant.get("offers"), lone=True)
     return [_offer(offer, variant, len(offers) > 1, variant=True) for offer in offers]
 
 
 def _offer(offer: Node, parent: Node, several: bool = True, variant: bool = False) -> RawOffer:
     """``parent``: a release / variant (its name may be the format: '12" Vinyl') or the product
-    (its name is the title, its ``musicReleaseFormat`` the format)."""
+    (its name is the title, its ``musicReleaseFormat`` the format). The parent's id names the offer only
+    when it is a variant's one offer: a product's SKU names the page, and its offers without an id of their
+    own are named by format and condition (``offer_ids``), which a page that reorders them does not change."""
     item = listed(offer.get("itemOffered"))
     own = item[0] if item else {}
     name = first(offer, "name") if several else None
     return RawOffer(
         external_id=(_variant_id(first(offer, "url")) or first(offer, "sku", "@id") or first(own, "sku", "@id")
-                     or first(parent, "sku", "@id")),
+                     or (first(parent, "sku", "@id") if variant and not several else None)),
         format=_format([first(own, "name"), first(own, "musicReleaseFormat"), name,
                         *([first(parent, "name"), first(parent, "musicReleaseFormat")] if variant else
                           [first(parent, "musicReleaseFormat")])]),
@@ -101,8 +108,12 @@ def _format(candidates: list[str | None]) -> str | None:
 
 
 def _spec(offer: Node) -> Node:
-    specs = listed(offer.get("priceSpecification"))
-    return specs[0] if specs else {}
+    """The price specification of the price to pay now: not a crossed-out, list or recommended one."""
+    for spec in listed(offer.get("priceSpecification")):
+        kind = first(spec, "priceType")
+        if not kind or kind.rstrip("/").rsplit("/", 1)[-1].lower() not in _NOT_TO_PAY:
+            return spec
+    return {}
 
 
 def _property(node: Node, word: str, key: str) -> str | None:

@@ -8,6 +8,7 @@ pages' own."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,17 @@ from typing import Any
 import pytest
 import yaml
 from scrapy.http import HtmlResponse
+from sqlalchemy import text as sql
 
 from recordhound import music
+from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.db.engine import make_engine
+from recordhound.db.migrate import upgrade
+from recordhound.db.sources import ensure_source
 from recordhound.exceptions import ProfileError
 from recordhound.normalize import normalize_release
+from recordhound.review.docstore import SqliteDocStore
+from recordhound.review.queue import ReviewQueue
 from recordhound.sources import load_profile
 from recordhound.sources.extract import extract_release
 from recordhound.sources.profile import Profile
@@ -175,6 +183,14 @@ def test_bad_title_rules_are_profile_errors(tmp_path: Path, rules: list[str], pr
     ('12" Vinyl', '12"'), ("2xLP", "2xLP"), ("Double LP", "2xLP"), ("LP", "LP"), ('7" Single', '7"'),
     ("Compact Disc", "CD"), ("Cassette", "Cassette"), ("Digital Album", "Digital"), ("Box Set", "Box Set"),
     (f"{SCHEMA}CDFormat", "CD"), ("Poster", None),
+    # a physical format named anywhere wins over the download that comes with it
+    ("Vinyl LP + Download Code", "LP"), ("180g Vinyl LP with free MP3", "LP"), ("2LP + Digital Download", "2xLP"),
+    ("CD + Digital Album", "CD"), ('12" + MP3 Download', '12"'), ("Cassette incl. Download", "Cassette"),
+    ("Download (MP3 + FLAC)", "Digital"), ("Digital Download", "Digital"),
+    # discs counted wherever the number stands; a box set stays a box set
+    ("Boxset 5CD", "Box Set"), ("Deluxe Edition 2CD", "2xCD"), ("Gatefold 3 x LP", "3xLP"),
+    ("Vinyl Double LP", "2xLP"), ('2x12"', '2x12"'), ('2 x 12" Vinyl', '2x12"'),
+    ('Double A-Side 7"', '7"'), ("180g LP", "LP"), ("Remastered 2019 LP", "LP"), ("CDs", "CD"),
 ])
 def test_format_names(text: str, expected: str | None) -> None:
     assert music.format_name(text) == expected
@@ -188,3 +204,87 @@ def test_country_and_barcode_of_a_release(tmp_path: Path) -> None:
     release = normalize_release(extract_release(_page(ld), profile), profile).release
     assert release is not None and (release.country, release.barcode) == ("Germany", "0724384960650")
     assert [o.barcode for o in release.all_offers()] == ["0724384960650"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Not in stock", "sold_out"), ("Currently not in stock", "sold_out"), ("Not available", "sold_out"),
+    ("Currently not available", "sold_out"), ("No longer available", "sold_out"), ("Out-of-stock", "sold_out"),
+    ("Currently out of stock", "sold_out"), ("Back in stock soon", "sold_out"), ("No stock", "sold_out"),
+    ("Nicht auf Lager", "sold_out"), ("Derzeit nicht auf Lager", "sold_out"), ("Nicht mehr auf Lager", "sold_out"),
+    ("Nicht verfügbar", "sold_out"), ("Pas en stock", "sold_out"), ("Plus en stock", "sold_out"),
+    ("Ce produit n'est pas disponible", "sold_out"), ("Niet op voorraad", "sold_out"),
+    ("Niet meer leverbaar", "sold_out"), ("No disponible", "sold_out"), ("Sin stock", "sold_out"),
+    ("Non disponibile", "sold_out"), ("Esaurito", "sold_out"),
+    # what a shop says when it has the record
+    ("In stock", "in_stock"), ("Only 2 left in stock", "in_stock"), ("Back in stock!", "in_stock"),
+    ("Auf Lager", "in_stock"), ("Verfügbar", "in_stock"), ("En stock", "in_stock"), ("Op voorraad", "in_stock"),
+    ("Disponible", "in_stock"), ("Disponibile", "in_stock"), ("Available", "in_stock"),
+    (f"{SCHEMA}InStock", "in_stock"), (f"{SCHEMA}OutOfStock", "sold_out"), ("Pre-order", "pre_order"),
+    ("Coming soon", "pre_order"), ("Ask us", None),
+])
+def test_availability_reads_negated_stock_wording_as_sold_out(text: str, expected: str | None) -> None:
+    assert music.availability(text) == expected
+
+
+def test_an_offer_not_in_stock_in_german_is_sold_out(tmp_path: Path) -> None:
+    body = """<h1>Tago Mago</h1><p class="artist">Can</p><ul class="copies">
+      <li data-id="lp"><span class="fmt">LP</span><b>29,99 €</b><i>Nicht auf Lager</i></li>
+      <li data-id="cd"><span class="fmt">CD</span><b>12,99 €</b><i>Auf Lager</i></li></ul>"""
+    profile = _profile(tmp_path, fields={"title": "h1::text", "artists": ".artist::text"},
+                       price={"default_currency": "EUR"}, offers={"each": "ul.copies li", "fields": {
+                           "external_id": "::attr(data-id)", "format": ".fmt::text", "price": "b::text",
+                           "availability": "i::text"}})
+    assert _offers(profile, _page(body=body)) == [
+        ("lp", "LP", None, None, None, Decimal("29.99"), "EUR", "sold_out", None),
+        ("cd", "CD", None, None, None, Decimal("12.99"), "EUR", "in_stock", None)]
+
+
+@pytest.mark.parametrize("text", [
+    "0000000000000", "000000000000", "00000000", "00000000000000", "000-0000000000",  # zeros pass the check digit
+    "1111111111116", "2222222222222", "8888888888888", "555555555555", "55555555", "01111111111116",
+])
+def test_placeholder_barcodes_are_no_barcodes(text: str) -> None:
+    assert music.barcode(text) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0724384960650", "0724384960650"), ("724384960650", "0724384960650"), ("00724384960650", "0724384960650"),
+    ("4006381333931", "4006381333931"), ("96385074", "96385074"), ("5 099902 894423", "5099902894423"),
+])
+def test_real_barcodes_are_kept(text: str, expected: str) -> None:
+    assert music.barcode(text) == expected
+
+
+def _tago_mago(sku: str, barcode: str, title: str, artist: str, price: str) -> dict[str, Any]:
+    return {"@context": "https://schema.org", "@type": "Product", "name": title, "byArtist": artist, "sku": sku,
+            "gtin13": barcode, "offers": {"@type": "Offer", "price": price, "priceCurrency": "EUR"}}
+
+
+def test_a_placeholder_barcode_is_a_problem_and_merges_no_releases(tmp_path: Path) -> None:
+    profile = _profile(tmp_path, structured="schema.org")
+    outcomes = [normalize_release(extract_release(_page(_tago_mago(*args)), profile), profile) for args in (
+        ("A1", "0000000000000", "Tago Mago", "Can", "29.99"),
+        ("B2", "0000000000000", "Blue Lines", "Massive Attack", "19.99"))]
+    releases = [o.release for o in outcomes if o.release is not None]
+    assert [r.barcode for r in releases] == [None, None]
+    assert [[p.field for p in o.problems] for o in outcomes] == [["barcode"], ["barcode"]]
+    writer = _writer(tmp_path)
+    source = ensure_source(writer.engine, "s", "html", "https://label.example/")
+    writer.write(source, releases[:1])
+    writer.write(source, releases[1:])
+    assert _rows(writer, "select title, barcode from releases order by id") == [
+        ("Tago Mago", None), ("Blue Lines", None)]
+    assert _rows(writer, "select o.external_id, r.title from offers o join releases r on r.id = o.release_id"
+                         " order by o.id") == [("A1", "Tago Mago"), ("B2", "Blue Lines")]
+
+
+def _writer(tmp_path: Path) -> CatalogWriter:
+    engine = make_engine(f"sqlite:///{tmp_path / 'p.sqlite3'}")
+    upgrade(engine)
+    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
+    return CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=100))
+
+
+def _rows(writer: CatalogWriter, query: str) -> list[tuple[Any, ...]]:
+    with writer.engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(sql(query)).all()]

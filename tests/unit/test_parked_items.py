@@ -31,3 +31,22 @@ def test_an_item_parked_before_0006_and_0007_is_released_as_written_now() -> Non
         ("album-1#LP/used/VG+/VG~2", None),
         ("SHOP-77", "0724384960650"),
     ]
+
+
+def test_an_item_parked_with_a_placeholder_barcode_is_released_without_it() -> None:
+    """Parked before placeholders were refused: "0000000000000" would match every release the writer
+    stored with it (releases are matched by barcode first)."""
+    parked = {**PARKED, "barcode": "0000000000000",
+              "offers": [{**PARKED["offers"][0], "barcode": "000000000000"}, PARKED["offers"][3]]}
+    item = release_from_doc(parked)
+    assert item.barcode is None
+    assert [o.barcode for o in item.offers] == [None, "0724384960650"]
+
+
+def test_a_placeholder_barcode_is_named_so_in_its_problem() -> None:
+    from recordhound.normalize import _barcode
+    said: list[tuple[str, str]] = []
+    assert _barcode("0000000000000", lambda field, message: said.append((field, message))) is None
+    assert _barcode("12345", lambda field, message: said.append((field, message))) is None
+    assert said == [("barcode", "'0000000000000' is a placeholder (one digit repeated), not a record's barcode"),
+                    ("barcode", "'12345' is not an EAN/UPC (8, 12, 13 or 14 digits with a valid check digit)")]

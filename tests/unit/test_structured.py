@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from scrapy.http import HtmlResponse
+from sqlalchemy import text
 
+from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
+from recordhound.db.engine import make_engine
+from recordhound.db.migrate import upgrade
+from recordhound.db.sources import ensure_source
 from recordhound.exceptions import ProfileError
+from recordhound.normalize import Outcome, normalize_release
+from recordhound.review.docstore import SqliteDocStore
+from recordhound.review.queue import ReviewQueue
 from recordhound.sources import load_profile
 from recordhound.sources.extract import extract_release
 from recordhound.sources.structured import product_node, strings
@@ -76,3 +88,101 @@ def test_values_become_strings_and_entities_their_names() -> None:
     assert strings([{"name": "A"}, "B", 3, 1.5, None, True]) == ["A", "B", "3", "1.5", "true"]
     node = product_node([{"@type": "WebPage", "mainEntity": {"@type": "http://schema.org/MusicAlbum", "name": "N"}}])
     assert node is not None and node["name"] == "N"
+
+
+SCHEMA = "https://schema.org/"
+
+
+def _normalized(tmp_path: Path, ld: Any) -> Outcome:
+    profile = load_profile(str(_profile(tmp_path, structured="schema.org")))
+    page = f'<html><head><script type="application/ld+json">{json.dumps(ld)}</script></head><body></body></html>'
+    return normalize_release(extract_release(_response(page), profile), profile)
+
+
+def _offers(outcome: Outcome) -> list[tuple[Any, ...]]:
+    assert outcome.release is not None, outcome
+    return [(o.external_id, o.format, o.condition, o.price, o.currency, o.availability)
+            for o in outcome.release.offers]
+
+
+def _tago_mago(*offers: dict[str, Any]) -> dict[str, Any]:
+    return {"@context": "https://schema.org", "@type": "Product", "name": "Tago Mago", "byArtist": "Can",
+            "sku": "CAN-1", "offers": list(offers)}
+
+
+LP = {"@type": "Offer", "name": "Vinyl LP", "price": "29.99", "priceCurrency": "EUR",
+      "availability": f"{SCHEMA}InStock"}
+CD = {"@type": "Offer", "name": "CD", "price": "12.99", "priceCurrency": "EUR", "availability": f"{SCHEMA}InStock"}
+
+
+def test_offers_without_an_id_are_named_by_format_not_by_the_products_sku(tmp_path: Path) -> None:
+    first, reordered = _normalized(tmp_path, _tago_mago(LP, CD)), _normalized(tmp_path, _tago_mago(CD, LP))
+    assert _offers(first) == [("CAN-1#LP/-", "LP", None, Decimal("29.99"), "EUR", "in_stock"),
+                              ("CAN-1#CD/-", "CD", None, Decimal("12.99"), "EUR", "in_stock")]
+    assert _offers(reordered) == _offers(first)[::-1]
+    assert first.problems == [] and reordered.problems == []
+    writer = _writer(tmp_path)
+    source = ensure_source(writer.engine, "s", "html", "https://shop.example/")
+    for outcome in (first, reordered):
+        assert outcome.release is not None
+        writer.write(source, [outcome.release])
+    assert _rows(writer, "select external_id, format, price from offers order by id") == [
+        ("CAN-1#LP/-", "LP", 29.99), ("CAN-1#CD/-", "CD", 12.99)]
+    assert _rows(writer, "select offer_id from offer_history") == []
+
+
+def test_a_variants_sku_names_its_one_offer_and_its_copies_by_condition(tmp_path: Path) -> None:
+    used = {"@type": "Offer", "price": "15.00", "priceCurrency": "EUR", "itemCondition": f"{SCHEMA}UsedCondition"}
+    new = {"@type": "Offer", "price": "27.99", "priceCurrency": "EUR", "itemCondition": f"{SCHEMA}NewCondition"}
+    ld = {"@context": "https://schema.org", "@type": "ProductGroup", "name": "Blue Lines", "sku": "BL",
+          "byArtist": "Massive Attack", "hasVariant": [
+              {"@type": "Product", "sku": "BL-LP", "name": "Blue Lines - LP", "offers": [new, used]},
+              {"@type": "Product", "sku": "BL-CD", "name": "Blue Lines - CD",
+               "offers": {"@type": "Offer", "price": "11.99", "priceCurrency": "EUR"}}]}
+    outcome = _normalized(tmp_path, ld)
+    assert _offers(outcome) == [("BL#LP/new", "LP", "new", Decimal("27.99"), "EUR", None),
+                                ("BL#LP/used", "LP", "used", Decimal("15.00"), "EUR", None),
+                                ("BL-CD", "CD", None, Decimal("11.99"), "EUR", None)]
+    assert outcome.problems == []
+
+
+def _specs(*pairs: tuple[str | None, str]) -> list[dict[str, str]]:
+    return [{"@type": "UnitPriceSpecification", "price": price, "priceCurrency": "EUR",
+             **({"priceType": kind} if kind else {})} for kind, price in pairs]
+
+
+def test_a_crossed_out_price_specification_is_not_the_price(tmp_path: Path) -> None:
+    offers = [{"@type": "Offer", "sku": sku, "name": name, "priceSpecification": specs} for sku, name, specs in (
+        ("LP1", "LP", _specs((f"{SCHEMA}StrikethroughPrice", "30.00"), (None, "20.00"))),
+        ("CD1", "CD", _specs(("ListPrice", "14.00"), (f"{SCHEMA}SalePrice", "10.00"))),
+        ("S1", '7"', _specs((None, "6.00"), ("http://schema.org/MSRP", "8.00"))),
+        ("C1", "Cassette", _specs(("StrikethroughPrice", "9.00"))))]
+    assert _offers(_normalized(tmp_path, _tago_mago(*offers))) == [
+        ("LP1", "LP", None, Decimal("20.00"), "EUR", None), ("CD1", "CD", None, Decimal("10.00"), "EUR", None),
+        ("S1", '7"', None, Decimal("6.00"), "EUR", None), ("C1", "Cassette", None, None, None, None)]
+
+
+def test_an_album_release_with_an_aggregate_offer_gives_its_low_price(tmp_path: Path) -> None:
+    def release(key: str, fmt: str, low: str, high: str) -> dict[str, Any]:
+        return {"@type": "MusicRelease", "@id": f"https://shop.example/p/1#{key}", "name": key.upper(),
+                "musicReleaseFormat": fmt, "offers": {"@type": "AggregateOffer", "lowPrice": low,
+                                                      "highPrice": high, "priceCurrency": "EUR", "offerCount": 3}}
+    ld = {"@context": "https://schema.org", "@type": "MusicAlbum", "name": "Tago Mago",
+          "byArtist": {"@type": "MusicGroup", "name": "Can"},
+          "albumRelease": [release("lp", "VinylFormat", "25.00", "40.00"), release("cd", "CDFormat", "9.00", "15.00")]}
+    outcome = _normalized(tmp_path, ld)
+    assert _offers(outcome) == [("https://shop.example/p/1#lp", "LP", None, Decimal("25.00"), "EUR", None),
+                                ("https://shop.example/p/1#cd", "CD", None, Decimal("9.00"), "EUR", None)]
+    assert outcome.problems == []
+
+
+def _writer(tmp_path: Path) -> CatalogWriter:
+    engine = make_engine(f"sqlite:///{tmp_path / 'p.sqlite3'}")
+    upgrade(engine)
+    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
+    return CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=100))
+
+
+def _rows(writer: CatalogWriter, query: str) -> list[tuple[Any, ...]]:
+    with writer.engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(text(query)).all()]
