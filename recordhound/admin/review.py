@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlencode
 from sqladmin import BaseView, expose
 from sqlalchemy import Engine, func, select
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -25,7 +26,8 @@ from recordhound.exceptions import RecordhoundError
 from recordhound.review import bulk
 from recordhound.review.decisions import decide
 from recordhound.review.docstore import Doc
-from recordhound.review.queue import ENTITY_KINDS, ReviewQueue
+from recordhound.review.queue import ENTITY_KINDS, Decision, ReviewError, ReviewQueue
+from recordhound.review.records import shown_change
 
 PAGE_SIZE = 50
 
@@ -62,22 +64,18 @@ async def _back(request: Request, route: str, message: str, error: bool = False)
 
 
 async def _decide(request: Request, route: str, entry_ids: list[int], action: str,
-                  into: int | None = None, fields: dict[str, str] | None = None, bulk: bool = False) -> Response:
+                  into: int | None = None, fields: dict[str, str] | None = None) -> Response:
     ctx = context(request)
-    done, problems, decided = [], [], []
+    done, problems = [], []
     for entry_id in entry_ids:
         try:
-            if bulk and (await run_in_threadpool(ctx.queue.entry, entry_id))["status"] not in ("pending", "failed"):
-                decided.append(f"#{entry_id}")  # decided meanwhile (another tab, another reviewer)
-                continue
-            job = await run_in_threadpool(decide, ctx.queue, ctx.engine, entry_id, action, into, fields)
+            await run_in_threadpool(decide, ctx.queue, ctx.engine, entry_id, action, into, fields)
             done.append(f"#{entry_id}")
         except RecordhoundError as exc:
             problems.append(str(exc))
     if problems:
         return await _back(request, route, "; ".join(problems), error=True)
-    note = f"; already decided: {', '.join(decided)}" if decided else ""
-    return await _back(request, route, f"{action}: {', '.join(done) or 'nothing'}{note}")
+    return await _back(request, route, f"{action}: {', '.join(done) or 'nothing'}")
 
 
 def _ids(values: list[str]) -> list[int]:
@@ -231,10 +229,52 @@ class PriceChanges(BaseView):
 
     @expose("/prices/decide", methods=["POST"], identity="prices-decide")
     async def decide(self, request: Request) -> Response:
+        """One row's decision, or the selected rows' (one queue transaction per batch), each with the
+        revision of the change the page showed: a change a crawl rewrote since is refused (one row) or
+        passed over (selected rows), and the page comes back showing it as it is now."""
         form = await request.form()
-        action = {"approve": "approve", "reject": "skip"}.get(str(form.get("action", "")), "")
-        ids = _ids(_texts(form.getlist("entry_id"))) or _ids(_texts(form.getlist("selected")))
-        return await _decide(request, "admin:view-price-changes", ids, action, bulk=len(ids) > 1)
+        action = str(form.get("action", ""))
+        single = _ids(_texts(form.getlist("entry_id")))
+        ids = single or _ids(_texts(form.getlist("selected")))
+        route = "admin:view-price-changes"
+        if not ids:
+            return await _back(request, route, "select price changes first", error=True)
+        ctx = context(request)
+        try:
+            decisions = [Decision(i, {"approve": "approve", "reject": "skip"}.get(action, action),
+                                  revision=_viewed(form, i, bool(single))) for i in ids]
+            done = await run_in_threadpool(bulk.record, ctx.queue, decisions, ctx.batch_size, None, len(ids) > 1)
+            message = await run_in_threadpool(_prices_message, ctx.queue, action, done)
+        except RecordhoundError as exc:
+            return await _back(request, route, str(exc), error=True)
+        return await _back(request, route, message)
+
+
+def _viewed(form: FormData, entry_id: int, single: bool) -> int | None:
+    """The revision of the change the page showed for this entry (a row's ``revision``, the selection's
+    ``revision_ID``); None from a form that sent none: the current change is decided, and named."""
+    value = form.get("revision" if single else f"revision_{entry_id}")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.isdigit():
+        raise ReviewError(f"price change {entry_id}: the form sent no valid revision; view it again")
+    return int(value)
+
+
+def _prices_message(queue: ReviewQueue, action: str, done: tuple[list[Doc], list[int]]) -> str:
+    """What was decided (each with the change it was decided on) and what was passed over, and why."""
+    jobs, passed = done
+    message = f"{action}: " + (", ".join(f"#{j['entry_id']} ({shown_change(j['change'])})" for j in jobs)
+                               or "nothing")
+    now = queue.entries_by_id(passed) if passed else {}
+    changed = [i for i in passed if i in now and now[i]["status"] in ("pending", "failed")]
+    decided = [i for i in passed if i not in changed]
+    if decided:
+        message += f"; already decided: {', '.join(f'#{i}' for i in decided)}"
+    if changed:
+        message += "; changed since you viewed them, not decided: " + ", ".join(
+            f"#{i} (now {shown_change(now[i])})" for i in changed)
+    return message
 
 
 class _Jobs(BaseView):

@@ -35,6 +35,7 @@ class Selection:
     source: str | None = None
     suggested_above: float | None = None  # merge: into the top suggestion when its score is above
     no_suggestion: bool = False
+    revision: int | None = None  # one price change by id: the revision viewed (refused when it changed since)
 
     @property
     def filtered(self) -> bool:
@@ -46,7 +47,7 @@ def plan(queue: ReviewQueue, engine: Engine, selection: Selection, action: str,
     """The decisions a selection means, checked; and the selected entries they leave alone (a
     merge by score: no suggestion above it)."""
     _check(engine, selection, action, into)
-    chosen = _by_ids(queue, selection.ids) if selection.ids else [
+    chosen = _by_ids(queue, selection.ids, selection.revision) if selection.ids else [
         e for e in queue.entries(selection.kind, selection.source)
         if not (selection.no_suggestion and e.get("suggestions"))]
     decisions, left = [], []
@@ -58,7 +59,8 @@ def plan(queue: ReviewQueue, engine: Engine, selection: Selection, action: str,
                                   f"{selection.suggested_above:g}: merge it with --into ID")
             left.append(entry)
             continue
-        decisions.append(Decision(int(entry["id"]), action, target if action == "merge" else None))
+        decisions.append(Decision(int(entry["id"]), action, target if action == "merge" else None,
+                                  revision=selection.revision))
     _check_targets(engine, {int(e["id"]): e["kind"] for e in chosen}, decisions)
     return decisions, left
 
@@ -96,6 +98,8 @@ def _check(engine: Engine, selection: Selection, action: str, into: int | None) 
         raise ReviewError("name either entry ids or --all / --type / --source / --no-suggestion, not both")
     if not selection.ids and not selection.filtered and selection.suggested_above is None:
         raise ReviewError("name entries (ID...) or pick them with --all, --type, --source or --suggested-above")
+    if selection.revision is not None and len(selection.ids) != 1:
+        raise ReviewError("--revision is the revision of the one price change you viewed: name its entry id alone")
     score = selection.suggested_above
     if score is not None and not 0 <= score <= 100:
         raise ReviewError(f"--suggested-above must be a score from 0 to 100, got {score:g}")
@@ -112,13 +116,15 @@ def _check(engine: Engine, selection: Selection, action: str, into: int | None) 
             raise ReviewError(f"no source named {selection.source!r} (the names are in the admin's Sources tab)")
 
 
-def _by_ids(queue: ReviewQueue, ids: tuple[int, ...]) -> list[Doc]:
+def _by_ids(queue: ReviewQueue, ids: tuple[int, ...], revision: int | None = None) -> list[Doc]:
     found = queue.entries_by_id(list(ids))
     for entry_id in ids:
         if entry_id not in found:
             raise ReviewError(f"no review entry {entry_id} (see `recordhound review list`); nothing was decided")
         if found[entry_id]["status"] not in ("pending", "failed"):
             raise ReviewError(f"entry {entry_id} is {found[entry_id]['status']}, not pending; nothing was decided")
+        if revision is not None and found[entry_id]["kind"] != "price":
+            raise ReviewError(f"entry {entry_id} is {found[entry_id]['kind']}: --revision is for price changes")
     return [found[i] for i in dict.fromkeys(ids)]
 
 

@@ -10,6 +10,7 @@ import click
 
 from recordhound.cli_settings import current_settings, setting_option
 from recordhound.review.queue import ENTITY_KINDS
+from recordhound.review.records import revision, shown_change
 
 Doc = dict[str, Any]
 
@@ -39,7 +40,7 @@ def describe(entry: Doc) -> str:
         change = "currency change" if entry["change_pct"] is None else f"{entry['change_pct']:+.2f} %"  # signed
         return (f"#{entry['id']} price  offer {entry['offer_id']} ({entry['external_id']}): "
                 f"{entry['old_price']} {entry['old_currency'] or ''} → {entry['new_price']} "
-                f"{entry['new_currency'] or ''} ({change}) [{entry['status']}]")
+                f"{entry['new_currency'] or ''} ({change}) [{entry['status']}, revision {revision(entry)}]")
     sources = sorted({s["source_name"] for s in entry.get("sources", ())})
     suggestions = ", ".join(f"{s['name']} (#{s['id']}, {s['score']:.0f})" for s in entry.get("suggestions", ()))
     return (f"#{entry['id']} {entry['kind']:6} {entry['name']!r}: {entry['waiting']} items waiting, "
@@ -140,6 +141,10 @@ def _decide_many(action: str, ids: tuple[int, ...], apply: bool, as_json: bool, 
     if as_json:
         _echo_json(jobs)
     else:
+        for job in jobs:  # a price change is decided as it is now: say which change that is
+            if job.get("change"):
+                click.echo(f"job {job['id']}: {action} price change {job['entry_id']}: {shown_change(job['change'])} "
+                           f"(revision {job.get('revision', 1)})")
         span = f" (jobs {jobs[0]['id']}–{jobs[-1]['id']})" if jobs else ""
         click.echo(f"{action}: {len(jobs)} decided{span}"
                    + (f"; {len(left)} left: no suggestion scored above {filters['suggested_above']:g}" if left else "")
@@ -167,11 +172,17 @@ def selecting(command: Any) -> Any:
     return command
 
 
+REVISION = click.option(
+    "--revision", type=int, default=None, metavar="N",
+    help="with one price change's id: the revision you viewed (`review list`/`show`); refused if a crawl "
+         "changed it since. Without it the current change is decided, and printed")
+
+
 def decision(name: str, help_text: str) -> Any:
     def run(entry_ids: tuple[int, ...], apply: bool, as_json: bool, **filters: Any) -> None:
         _decide_many(name, entry_ids, apply, as_json, **filters)
     run.__doc__ = help_text
-    return review.command(name)(selecting(run))
+    return review.command(name)(REVISION(selecting(run)))
 
 
 decision("approve", "Create the entities (or approve the price changes): ID... or --all/--type/--source filters.")

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    DECIDED, ENTRIES, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, SOURCES_KEPT, Origin, Parked,
-    PriceHold, Side, Unknown, _entry, _now, index_key, waiting,
+    DECIDED, ENTRIES, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, REVISION, SOURCES_KEPT, Origin,
+    Parked, PriceHold, Side, Unknown, _entry, _now, index_key, revision, waiting,
 )
 from recordhound.text import preferred_spelling
 
@@ -72,33 +72,12 @@ class CrawlSide(Side):
         Returns how many are (still) waiting. Only a pending entry follows the latest price seen;
         one with a decision (queued, failed, decided) is never changed: another change opens a new
         entry. The same whole change (old and new price and currency) as the offer's latest entry is
-        not asked again when that entry is rejected, or still waits on its decision (queued, failed)."""
+        not asked again when that entry is rejected, or still waits on its decision (queued, failed).
+        A pending entry's ``revision`` goes up each time its change is rewritten: a decision made on the
+        change a reviewer viewed carries it, and is refused once the change is another."""
         def work(txn: Txn) -> int:
-            held = 0
-            for hold in holds:
-                ikey = index_key("price", str(hold.offer_id))
-                ref = txn.get(INDEX, ikey)
-                entry = txn.get(ENTRIES, str(ref["id"])) if ref else None
-                if entry and entry["status"] in WAITING_ON_DECISION + ("rejected",) and _same_change(entry, hold):
-                    held += entry["status"] != "rejected"
-                    continue
-                if entry is None or entry["status"] != "pending":
-                    entry = {"id": txn.next_id(), "kind": "price", "created_at": _now(), "attempts": 0,
-                             "last_error": None, "status": "pending", "decision": None}
-                    txn.put(INDEX, ikey, {"id": entry["id"]})
-                    txn.put(PRICES, str(entry["id"]), {"kind": "price"})
-                entry.update({
-                    "offer_id": hold.offer_id, "external_id": hold.external_id, "url": hold.url,
-                    "old_price": hold.old_price, "new_price": hold.new_price,
-                    "old_currency": hold.old_currency, "new_currency": hold.new_currency,
-                    "change_pct": hold.change_pct, "sources": [hold.origin.doc()],
-                    "name": f"offer {hold.external_id}: {_shown(hold.old_price, hold.old_currency, hold)} → "
-                            f"{_shown(hold.new_price, hold.new_currency, hold)}"})
-                txn.put(ENTRIES, str(entry["id"]), entry)
-                held += 1
-            return held
+            return sum(_hold(txn, hold) for hold in holds)
         return self.store.run(work) if holds else 0
-
 
     def withdraw_prices(self, offer_ids: list[int]) -> int:
         """These offers are shown at the price now stored (the old one again, or a change under the
@@ -120,6 +99,31 @@ class CrawlSide(Side):
 
 
 WAITING_ON_DECISION = ("queued", "failed")  # decided, not yet applied (or its apply failed)
+
+
+def _hold(txn: Txn, hold: PriceHold) -> int:
+    """Hold one change (see ``hold_prices``); 1 when it is (still) waiting, else 0."""
+    ikey = index_key("price", str(hold.offer_id))
+    ref = txn.get(INDEX, ikey)
+    entry = txn.get(ENTRIES, str(ref["id"])) if ref else None
+    if entry and entry["status"] in WAITING_ON_DECISION + ("rejected",) and _same_change(entry, hold):
+        return int(entry["status"] != "rejected")
+    if entry is None or entry["status"] != "pending":
+        entry = {"id": txn.next_id(), "kind": "price", "created_at": _now(), "attempts": 0,
+                 "last_error": None, "status": "pending", "decision": None, REVISION: 1}
+        txn.put(INDEX, ikey, {"id": entry["id"]})
+        txn.put(PRICES, str(entry["id"]), {"kind": "price"})
+    elif not _same_change(entry, hold):  # another change: what a reviewer viewed is no longer asked
+        entry[REVISION] = revision(entry) + 1
+    entry.update({
+        "offer_id": hold.offer_id, "external_id": hold.external_id, "url": hold.url,
+        "old_price": hold.old_price, "new_price": hold.new_price,
+        "old_currency": hold.old_currency, "new_currency": hold.new_currency,
+        "change_pct": hold.change_pct, "sources": [hold.origin.doc()],
+        "name": f"offer {hold.external_id}: {_shown(hold.old_price, hold.old_currency, hold)} → "
+                f"{_shown(hold.new_price, hold.new_currency, hold)}"})
+    txn.put(ENTRIES, str(entry["id"]), entry)
+    return 1
 
 
 def _same_change(entry: Doc, hold: PriceHold) -> bool:

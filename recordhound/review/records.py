@@ -18,6 +18,7 @@ EDITABLE = ("name",)
 SOURCES_KEPT = 20  # origins remembered per entry (the count of waiting items is exact)
 DECIDED = ("approved", "merged", "edited", "skipped", "rejected", "superseded")
 PRICE_CHANGE = ("old_price", "old_currency", "new_price", "new_currency")  # a price entry's whole change
+REVISION = "revision"  # a price entry's change as viewed: 1, bumped each time a crawl rewrites the change
 
 ENTRIES, PENDING, PRICES = "review:entries", "tasks:pending", "tasks:price_changes"
 APPROVED, PROCESSING, COMPLETED, FAILED = "tasks:approved", "tasks:processing", "tasks:completed", "tasks:failed"
@@ -99,5 +100,26 @@ def _entry(txn: Txn, entry_id: int | str) -> Doc:
 
 def _with_count(txn: Txn, entry: Doc) -> Doc:
     if entry["kind"] == "price":
-        return {**entry, "waiting": 0}
+        return {**entry, "waiting": 0, REVISION: revision(entry)}
     return {**entry, "waiting": txn.count(waiting(entry["id"]))}
+
+
+def revision(entry: Doc) -> int:
+    """The revision of a price entry's change (an entry held before revisions were kept: 1)."""
+    return int(entry.get(REVISION) or 1)
+
+
+def shown_change(change: Doc) -> str:
+    """A price change as a reviewer reads it: ``100.00 EUR → 120.00 EUR``."""
+    old = f"{change['old_price']} {change['old_currency'] or ''}".strip()
+    new = f"{change['new_price']} {change['new_currency'] or ''}".strip()
+    return f"{old} → {new}"
+
+
+def changed_since_viewed(entry: Doc, viewed: int | None) -> str | None:
+    """Why a decision made on revision ``viewed`` of a price change is refused (a crawl rewrote the change
+    since), or None: it is the change viewed, the entry is no price change, or no revision was given."""
+    if viewed is None or entry["kind"] != "price" or int(viewed) == revision(entry):
+        return None
+    return (f"price change {entry['id']} changed since you viewed it: now {shown_change(entry)}; "
+            f"view it again")

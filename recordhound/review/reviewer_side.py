@@ -9,7 +9,8 @@ from recordhound.db import entities
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
     ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES,
-    PROCESSING, REJECTED, ReviewError, Side, _entry, _now, _with_count, index_key, waiting,
+    PROCESSING, REJECTED, REVISION, ReviewError, Side, _entry, _now, _with_count, changed_since_viewed, index_key,
+    revision, waiting,
 )
 from recordhound.text import name_key
 
@@ -22,6 +23,7 @@ class Decision:
     action: str
     into: int | None = None
     fields: dict[str, str] = field(default_factory=dict)
+    revision: int | None = None  # a price change: the revision the reviewer viewed (None: the current one)
 
 
 class ReviewerSide(Side):
@@ -64,24 +66,30 @@ class ReviewerSide(Side):
         return self.store.run(work)
 
     def decide(self, entry_id: int, action: str, into: int | None = None,
-               fields: dict[str, str] | None = None) -> Doc:
-        """Record a decision as a job in the approved queue; the apply worker carries it out."""
-        return self.store.run(lambda txn: _decide(txn, _entry(txn, entry_id), action, into, fields))
+               fields: dict[str, str] | None = None, revision: int | None = None) -> Doc:
+        """Record a decision as a job in the approved queue; the apply worker carries it out.
+
+        ``revision``: the revision of the price change the reviewer viewed; when a crawl has rewritten the
+        change since, nothing is recorded (ReviewError). Without it, the current change is decided (the
+        job's ``change`` says which)."""
+        return self.store.run(lambda txn: _decide(txn, _entry(txn, entry_id), action, into, fields, revision))
 
     def decide_many(self, decisions: list[Decision], skip_decided: bool = False) -> tuple[list[Doc], list[int]]:
         """Many decisions in one transaction: all are recorded, or (an error) none.
 
-        With ``skip_decided`` an entry decided meanwhile (another reviewer) is passed over and
-        returned in the second list instead of failing the lot."""
+        With ``skip_decided`` an entry decided meanwhile (another reviewer), or a price change rewritten
+        by a crawl since the revision its decision carries, is passed over and returned in the second
+        list instead of failing the lot."""
         def work(txn: Txn) -> tuple[list[Doc], list[int]]:
             found = txn.get_many(ENTRIES, [str(d.entry_id) for d in decisions])
             jobs, passed = [], []
             for d in decisions:
                 entry = found.get(str(d.entry_id)) or _entry(txn, d.entry_id)  # raises: no such entry
-                if skip_decided and entry["status"] not in ("pending", "failed"):
+                if skip_decided and (entry["status"] not in ("pending", "failed")
+                                     or changed_since_viewed(entry, d.revision)):
                     passed.append(d.entry_id)
                     continue
-                jobs.append(_decide(txn, entry, d.action, d.into, d.fields))
+                jobs.append(_decide(txn, entry, d.action, d.into, d.fields, d.revision))
             return jobs, passed
         return self.store.run(work)
 
@@ -148,17 +156,21 @@ class ReviewerSide(Side):
         return self.store.run(lambda txn: [{"key": k, **v} for k, v in sorted(txn.all(REJECTED).items())])
 
 
-def _decide(txn: Txn, entry: Doc, action: str, into: int | None, fields: dict[str, str] | None) -> Doc:
+def _decide(txn: Txn, entry: Doc, action: str, into: int | None, fields: dict[str, str] | None,
+            viewed: int | None = None) -> Doc:
     entry_id = int(entry["id"])
     if entry["status"] not in ("pending", "failed"):
         raise ReviewError(f"entry {entry_id} is {entry['status']}, not pending"
                           + (f" (job {entry['decision']})" if entry.get("decision") else ""))
+    if stale := changed_since_viewed(entry, viewed):
+        raise ReviewError(stale)
     _check_decision(entry, action, into, fields)
     job = {"id": txn.next_id(), "entry_id": entry_id, "kind": entry["kind"],
            "name": entry.get("name"), "action": action, "into": into, "fields": fields or {},
            "created_at": _now(), "attempts": 0, "last_error": None}
     if entry["kind"] == "price":  # what the reviewer decided on: the apply writes this change, no other
         job["change"] = {k: entry[k] for k in PRICE_CHANGE}
+        job[REVISION] = revision(entry)
     failed = txn.get(FAILED, str(entry.get("decision")))
     if entry["status"] == "failed" and failed is not None:  # a new decision replaces the failed one
         txn.move(FAILED, COMPLETED, str(failed["id"]), {
