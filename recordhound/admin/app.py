@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from recordhound.catalog.apply import ApplyWorker
+
 import logging
 import os
 import secrets
@@ -14,7 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -46,6 +49,7 @@ from recordhound.review.factory import open_queue
 logger = logging.getLogger(__name__)
 TEMPLATES = str(Path(__file__).parent / "templates")
 STATIC = str(Path(__file__).parent / "static")  # charts.js and vendor/ (uPlot): served by the admin, no CDN
+REFUSED_WAIT_SECONDS = 60.0  # the admin's apply worker, refused by a store for good: tried again after this
 
 
 def secret_key(configured: str, path: str) -> str:
@@ -85,7 +89,7 @@ async def _apply_worker(settings: BaseSettings) -> AsyncIterator[None]:
 
     stop = threading.Event()
     worker = open_worker(settings)
-    thread = threading.Thread(target=worker.run, kwargs={"follow": True, "stop": stop.is_set},
+    thread = threading.Thread(target=apply_until_stopped, args=(worker, stop.is_set),
                               name="apply-worker", daemon=True)
     thread.start()
     logger.info("Apply worker running in the admin (RECORDHOUND_ADMIN_APPLY)")
@@ -94,6 +98,24 @@ async def _apply_worker(settings: BaseSettings) -> AsyncIterator[None]:
     finally:
         stop.set()
         thread.join(30)
+
+
+def apply_until_stopped(worker: ApplyWorker, stop: Callable[[], bool],
+                        refused_wait_seconds: float = REFUSED_WAIT_SECONDS) -> None:
+    """The admin's apply worker, until the admin stops. A store that refuses it (a read-only database, a
+    queue key of the wrong type: ``RefusalError``) is said in one line and tried again after a while:
+    an operator may mend it without restarting the admin; meanwhile the decisions wait, approved."""
+    from recordhound.catalog.errors import RefusalError
+
+    while not stop():
+        try:
+            worker.run(follow=True, stop=stop)
+            return
+        except RefusalError as exc:
+            logger.error("The apply worker stopped: %s (tried again in %.0f s)", exc, refused_wait_seconds)
+            deadline = time.monotonic() + refused_wait_seconds
+            while time.monotonic() < deadline and not stop():
+                time.sleep(0.1)
 
 
 def build_app(settings: BaseSettings) -> Starlette:

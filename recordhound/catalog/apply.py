@@ -9,7 +9,9 @@ another worker (or the same one, restarted) does it again, and the writes find t
 An outage of the product DB or of the review queue (``catalog.errors.is_transient``) fails no job:
 the worker waits (0.5 s doubling to ``OUTAGE_CAP_SECONDS``) and applies the same jobs again, as a
 restarted worker would; only an error of the decision itself (a merge into a missing entity, a value
-the database refuses) fails its job.
+the database refuses) fails its job. A store that refuses the worker for good (``catalog.errors.REFUSALS``:
+a read-only or un-migrated database, a role without write permission, a queue key of the wrong type)
+stops it with a ``RefusalError`` that says what to do; the jobs it held go back to the approved queue.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from recordhound import failpoints
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.offers import set_price
 from recordhound.backoff import backoff_seconds
-from recordhound.catalog.errors import is_transient
+from recordhound.catalog.errors import is_transient, refusal, refused
 from recordhound.exceptions import reason
 from recordhound.catalog.apply_batch import edited_or_entry_name, write_batch
 from recordhound.catalog.writer import CatalogWriter
@@ -105,7 +107,8 @@ class ApplyWorker:
         """``apply_many``, again while a store is away, with the jobs this worker still holds when it is
         back (``renew``: not those it acked or failed before the outage, nor those another worker took
         once their lease ran out); its writes are idempotent (what was written is found). A stop while
-        waiting leaves the jobs leased (their lease runs out, as a killed worker's)."""
+        waiting leaves the jobs leased (their lease runs out, as a killed worker's). A refusal stops the worker,
+        the jobs given back."""
         attempt = 0
         while True:
             try:
@@ -114,6 +117,9 @@ class ApplyWorker:
                 self.apply_many(jobs)
                 return
             except Exception as exc:
+                if (stopped := refused(exc, self.engine.url.render_as_string(hide_password=True))) is not None:
+                    self._give_back(jobs)  # no wait cures it: the next worker applies them at once
+                    raise stopped from exc
                 if not isinstance(exc, Unavailable) and not is_transient(exc):  # an ack or a failure not recorded
                     raise
                 attempt += 1
@@ -126,6 +132,15 @@ class ApplyWorker:
                     if stop is not None and stop():
                         return
                     time.sleep(min(0.1, delay))
+
+    def _give_back(self, jobs: list[Doc]) -> None:
+        try:
+            given = self.queue.give_back(jobs)
+        except Exception as exc:  # noqa: BLE001 - the queue refuses too: the leases run out instead
+            logger.warning("Could not give back the %d jobs leased (%s): they return to the approved queue when "
+                           "their lease runs out (RECORDHOUND_APPLY_LEASE_SECONDS)", len(jobs), reason(exc))
+            return
+        logger.info("Gave back %d jobs to the approved queue", len(given))
 
     def apply_many(self, jobs: list[Doc]) -> None:
         """Price changes one by one; decisions on names in one transaction (see ``apply_batch``)."""
@@ -141,7 +156,7 @@ class ApplyWorker:
                 lock_for_writing(conn)
                 outcomes = write_batch(conn, names, entries)
         except Exception as exc:  # noqa: BLE001 - one bad job must not fail the others: one by one finds it
-            if is_transient(exc):
+            if is_transient(exc) or refusal(exc) is not None:  # a refusal: _apply_through_outages stops
                 raise Unavailable(reason(exc)) from exc
             logger.warning("%d decisions could not be written together (%s: %s): applying them one by one",
                            len(names), type(exc).__name__, exc)
@@ -160,7 +175,7 @@ class ApplyWorker:
             failpoints.hit("apply.after_settle")
             released = self._release_many([int(job["entry_id"]) for job in jobs])
         except Exception as exc:  # noqa: BLE001 - as apply_one: the jobs fail, never the worker
-            if is_transient(exc):
+            if is_transient(exc) or refusal(exc) is not None:  # a refusal: _apply_through_outages stops
                 raise Unavailable(reason(exc)) from exc
             error = f"{type(exc).__name__}: {exc}"
             logger.error("A batch of %d jobs failed after its writes: %s", len(jobs), error)
@@ -188,7 +203,7 @@ class ApplyWorker:
                 failpoints.hit("apply.after_settle")
             released = self._release(int(job["entry_id"])) if entry["kind"] != "price" else Counter()
         except Exception as exc:  # noqa: BLE001 - any error fails this job, never the worker
-            if is_transient(exc):
+            if is_transient(exc) or refusal(exc) is not None:  # a refusal: _apply_through_outages stops
                 raise Unavailable(reason(exc)) from exc
             error = f"{type(exc).__name__}: {exc}"
             logger.error("Job %s (%s entry %s) failed: %s", job["id"], job["action"], job["entry_id"], error)

@@ -77,6 +77,19 @@ class WorkerSide(Side):
             return kept
         return self.store.run(work) if jobs else []
 
+    def give_back(self, jobs: list[Doc]) -> list[int]:
+        """Of ``jobs``, those still leased to their worker back to the approved queue, as if their lease
+        had run out (a worker that stops because a store refuses it): the ids given back."""
+        def work(txn: Txn) -> list[int]:
+            held = txn.get_many(PROCESSING, [str(job["id"]) for job in jobs])
+            given = []
+            for job in jobs:
+                if (found := held.get(str(job["id"]))) is not None and found["worker"] == job["worker"]:
+                    txn.move(PROCESSING, APPROVED, str(job["id"]), {**found, "worker": None})
+                    given.append(int(job["id"]))
+            return given
+        return self.store.run(work) if jobs else []
+
     def fail(self, job: Doc, error: str) -> None:
         """The job failed (``review retry`` runs it again). Its entry fails with it, to be decided
         again, unless it was settled already: its writes are committed, so the decision stands. A job
