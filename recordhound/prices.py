@@ -1,35 +1,37 @@
 """Prices as shops print them ("€12,99", "$1,299.00", "1 299,00 ₽", "12.99 EUR") → Decimal + ISO 4217.
 
-The currency is settled first (an explicit currency field, then the symbol in the text, then the
-profile's default), because the decimal separator is a property of how a shop writes *that*
-currency. The separator comes from the profile's rule for the currency, or is detected when the
-text says it unambiguously; "1.234 €" with no rule is ambiguous and is never guessed. The amount
-must fit the separator's grouping ("£34.25" does not fit a "," decimal separator) and lie in the
-currency's plausible range: a price that parses to a wrong number is an error, not a value.
+The text is read as a shop means it: digits of any script are digits ("１２．５０", "١٢٫٥٠"), and it must
+hold one price. Beside the one amount that carries a currency ("2LP 24,99 €", '12" 9,99 €') bare counts
+of up to three digits are not prices; two amounts with a currency, a range ("12.99 - 19.99"), was/now,
+a multi-buy ("2 for £10", "3 x 12,99 €") or any other second amount is :class:`SeveralPrices`, never a
+pick. A sign ("-5.00") or an exponent ("1e5") is a problem, not dropped.
+
+The currency is settled first (an explicit currency field, then the symbol printed beside the amount,
+then the profile's default), because the decimal separator is a property of how a shop writes *that*
+currency. A printed symbol recordhound cannot name ("DM", "₿"; "kr" when the default is not SEK, NOK,
+DKK or ISK; :mod:`recordhound.currencies`) is :class:`UnknownCurrency`, not the default. The separator
+comes from the profile's rule for the currency, or is detected when the text says it unambiguously;
+"1.234 €" with no rule is ambiguous and is never guessed. The amount must fit the separator's grouping
+("£34.25" does not fit a "," decimal separator) and lie in the currency's plausible range: a price that
+parses to a wrong number is an error, not a value. Only a structured number is rounded, to the cent
+(``_structured``).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
 
 from price_parser import Price
 
+from recordhound.currencies import SYMBOLS as SYMBOLS  # re-exported: the table a profile extends
+from recordhound.currencies import currency_code as currency_code
+from recordhound.currencies import is_currency, named, shared_by
 from recordhound.exceptions import FieldError
-
-# Currency symbols and words → ISO 4217. A profile's `currency_symbols` extends/overrides this.
-SYMBOLS: dict[str, str] = {
-    "€": "EUR", "eur": "EUR", "euro": "EUR",
-    "$": "USD", "us$": "USD", "usd": "USD",
-    "£": "GBP", "gbp": "GBP",
-    "₽": "RUB", "руб": "RUB", "руб.": "RUB", "р.": "RUB", "rub": "RUB",
-    "¥": "JPY", "jpy": "JPY", "円": "JPY",
-    "kr": "SEK", "zł": "PLN", "chf": "CHF", "c$": "CAD", "a$": "AUD",
-}
-
 
 def _range(low: str, high: str) -> tuple[Decimal, Decimal]:
     return Decimal(low), Decimal(high)
@@ -47,8 +49,22 @@ PLAUSIBLE_RANGES: dict[str, tuple[Decimal, Decimal]] = {
 }
 DECIMAL_SEPARATORS = (".", ",")
 THOUSANDS_SEPARATORS = (".", ",", " ", "'")
-_SPACES = re.compile("[\u00a0\u202f\u2009 ]")
+_SPACES = re.compile("[\u00a0\u202f\u2009\u3000 ]")
 _CENT = Decimal("0.01")
+# Marks that are a separator or a minus sign whatever script the digits are in.
+_MARKS = str.maketrans({"\u066b": ".", "\u066c": ",", "\u2019": "'", "\u2212": "-", "\u2012": "-", "\ufe63": "-"})
+# One amount as printed: digits grouped by ".", ",", "'" or a space before three digits, maybe an exponent.
+_AMOUNT = re.compile(r"\d+(?:(?:[.,']| (?=\d{3}(?!\d)))\d+)*(?P<exponent>[eE][+-]?\d+)?")
+_WORD_BEFORE = re.compile(r"([^\s\d/()\[\]{};:!?*+|]*)(\s*)$")  # "(€12" and "12 €/LP": the word is "€"
+_WORD_AFTER = re.compile(r"\s*([^\s\d/()\[\]{};:!?*+|]*)")
+_PUNCTUATION = "()[]{}:;,!?/*+|\"'-–"
+MAX_COUNT_DIGITS = 3  # '12" Vinyl', "2LP", "180g": a bare number beside the price is a count, not a price
+WAS_WORDS = frozenset({"was", "statt", "instead", "before", "uvp", "rrp", "msrp", "vorher", "antes", "avant",
+                       "previously", "ehemals", "prima"})
+MULTI_BUY_WORDS = frozenset({"x", "×", "for", "für", "pour", "por", "voor", "för"})
+RANGE_WORDS = frozenset({"-", "–", "—", "~", "to", "bis", "à", "a", "til", "till", "tot", "до"})
+SHOWN_CHARS = 60  # of a price text in a problem
+WORD_CHARS = 24  # looked at before an amount for its currency or sign (a long scraped text stays linear)
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,14 @@ class AmbiguousPrice(FieldError):
     """The text does not say which separator is the decimal one: a field problem, never a guess."""
 
 
+class SeveralPrices(FieldError):
+    """The text holds more than one price (a range, was/now, a multi-buy): which one is meant is not guessed."""
+
+
+class UnknownCurrency(FieldError):
+    """The text prints a currency recordhound cannot name (or one several currencies share)."""
+
+
 class ImplausiblePrice(FieldError):
     """The text parses, but not to a price this shop can mean: the item is rejected.
 
@@ -85,17 +109,23 @@ class ImplausiblePrice(FieldError):
         self.amount, self.currency = amount, currency
 
 
-def currency_code(found: str | None, symbols: dict[str, str]) -> str | None:
-    """Map what the page printed to an ISO code; a bare 3-letter code passes as is."""
-    if not found:
-        return None
-    token = found.strip()
-    code = symbols.get(token) or symbols.get(token.lower()) or SYMBOLS.get(token.lower())
-    if code:
-        return code
-    if len(token) == 3 and token.isalpha():
-        return token.upper()
-    return None
+@dataclass(frozen=True)
+class _Amount:
+    """One amount in a price text, with the words printed right before and after it."""
+
+    digits: str
+    start: int
+    end: int
+    before: str
+    after: str
+    glued: bool  # nothing between ``before`` and the digits
+
+
+@dataclass(frozen=True)
+class _Reading:
+    text: str  # digits made ASCII, spaces plain
+    amounts: tuple[_Amount, ...]
+    found: str | None  # the currency price-parser finds in the text (or in the currency field)
 
 
 def no_rules(currency: str) -> PriceRule:
@@ -119,38 +149,157 @@ def parse_price(
         raise FieldError("no price on the page")
     shown = text.strip()
     cached = len(shown) <= CACHED_TEXT_LENGTH and (currency_text is None or len(currency_text) <= CACHED_TEXT_LENGTH)
-    digits, found = (_cached_reading if cached else _reading)(shown, currency_text)
-    if not digits or not any(ch.isdigit() for ch in digits):
-        raise FieldError(f"no amount in price text {shown!r}")
+    reading = (_cached_reading if cached else _reading)(shown, currency_text)
     mapping = symbols or {}
-    code = currency_code(currency_text, mapping) or currency_code(found, mapping) or default_currency
+    amount, printed = _the_amount(reading, shown, mapping, default_currency)
+    code = currency_code(currency_text, mapping, default_currency) or _printed_currency(
+        printed or reading.found, shown, mapping, default_currency) or default_currency
     if not code:
         raise FieldError(f"no currency in price text {shown!r} and no default_currency")
     rule = rule_for(code)
-    if schema_number and re.fullmatch(r"\d+(\.\d+)?", digits):
-        separator: str | None = "."
-    else:
-        separator = rule.decimal_separator or _detect(digits, shown, code)
-    amount = _read(digits, separator, rule.thousands_separator, shown, code)
     low, high = rule.range or PLAUSIBLE_RANGES.get(code, (Decimal(0), Decimal("Infinity")))
-    if not low <= amount <= high:
+    value = _value(amount.digits, rule, schema_number, shown, code, (low, high))
+    if not low <= value <= high:
         raise ImplausiblePrice(
-            f"price {amount:.2f} {code} (from {shown!r}) is outside the plausible range "
+            f"price {value:.2f} {code} (from {shown!r}) is outside the plausible range "
             f"{low}–{high} {code}; set price.range (or price.currencies.{code}.range) if it is right",
-            amount, code)
-    return Money(amount.quantize(_CENT), code)
+            value, code)
+    return Money(value.quantize(_CENT), code)
 
 
-def _reading(shown: str, currency_text: str | None) -> tuple[str, str | None]:
-    """price-parser's reading of the text: (the amount as printed, spaces made plain; the currency it found)."""
-    parsed = Price.fromstring(shown, currency_hint=currency_text)
-    return _SPACES.sub(" ", parsed.amount_text or "").strip(), parsed.currency
+def _value(digits: str, rule: PriceRule, schema_number: bool, shown: str, code: str,
+           plausible: tuple[Decimal, Decimal]) -> Decimal:
+    if schema_number and re.fullmatch(r"\d+(\.\d+)?", digits):
+        return _structured(digits, shown, code, plausible)
+    separator = rule.decimal_separator or _detect(digits, shown, code)
+    return _read(digits, separator, rule.thousands_separator, shown, code)
+
+
+def _reading(shown: str, currency_text: str | None) -> _Reading:
+    """The amounts in the text, and the currency price-parser finds in it (or in ``currency_text``)."""
+    text = _plain(shown)
+    amounts = []
+    for match in _AMOUNT.finditer(text):
+        if match.group("exponent"):
+            raise FieldError(f"price text {shown!r} is a number in exponent notation, not a price")
+        before = _WORD_BEFORE.search(text, max(0, match.start() - WORD_CHARS), match.start())
+        after = _WORD_AFTER.match(text, match.end())
+        amounts.append(_Amount(match.group(), match.start(), match.end(), before.group(1) if before else "",
+                               after.group(1) if after else "", not (before and before.group(2))))
+    return _Reading(text, tuple(amounts), Price.fromstring(text, currency_hint=currency_text).currency)
 
 
 # a shop prints the same few hundred prices on page after page; a long text or currency field
 # (scraped, untrusted) is not kept
 _cached_reading = lru_cache(maxsize=4096)(_reading)
 CACHED_TEXT_LENGTH = 64
+
+
+def _plain(shown: str) -> str:
+    """The text with digits of any script made ASCII ("１２．５０", "١٢٫٥٠") and spaces made plain."""
+    if not shown.isascii():
+        shown = "".join(
+            unicodedata.normalize("NFKC", ch) if "\uff00" <= ch <= "\uffef"  # full-width forms
+            else str(unicodedata.decimal(ch)) if ch.isdecimal() and not ch.isascii() else ch
+            for ch in shown)
+    return _SPACES.sub(" ", shown.translate(_MARKS))
+
+
+def _the_amount(reading: _Reading, shown: str, symbols: dict[str, str],
+                default: str | None) -> tuple[_Amount, str | None]:
+    """The one price in the text and the currency printed beside it: its only amount, or the only one
+    with a currency beside counts."""
+    amounts = reading.amounts
+    if not amounts:
+        raise FieldError(f"no amount in price text {shown!r}")
+    markers = _markers(reading, symbols, default)
+    marked = [a for a, marker in zip(amounts, markers) if marker]
+    why = _several(reading, marked, symbols, default) if len(amounts) > 1 else None
+    if why:
+        raise SeveralPrices(
+            f"price text {_short(shown)!r} holds several prices ({why}); none is taken: select the element "
+            "that shows the one price to pay")
+    amount = marked[0] if len(amounts) > 1 else amounts[0]
+    rest = _clean(amount.before.replace("-", ""))  # "-5", "€-5", "-€5" are negative, "LP-12,99 €" is not
+    if amount.glued and "-" in amount.before and (not rest or is_currency(rest, symbols, default)):
+        raise FieldError(f"price text {shown!r} is negative: a price to pay is not")
+    return amount, markers[amounts.index(amount)]
+
+
+def _several(reading: _Reading, marked: list[_Amount], symbols: dict[str, str], default: str | None) -> str | None:
+    """Why the amounts are several prices; None when all but the one with a currency are counts."""
+    amounts = reading.amounts
+    if WAS_WORDS.intersection(re.findall(r"[^\W\d_]+", reading.text.lower())):
+        return "was and now"
+    if any(_clean(a.before).lower() in MULTI_BUY_WORDS or _clean(a.after).lower() in MULTI_BUY_WORDS
+           for a in amounts):
+        return "a multi-buy"
+    for first, second in zip(amounts, amounts[1:]):
+        between = "".join(" " if unicodedata.category(ch) == "Sc" else ch
+                          for ch in reading.text[first.end:second.start]).split()
+        if " ".join(w for w in between if not is_currency(w, symbols, default)).lower() in RANGE_WORDS:
+            return "a range"
+    if len(marked) != 1:
+        return f"{len(amounts)} amounts, {len(marked)} of them with a currency"
+    if any(a is not marked[0] and not (a.digits.isdigit() and len(a.digits) <= MAX_COUNT_DIGITS) for a in amounts):
+        return f"{len(amounts)} amounts"
+    return None
+
+
+def _markers(reading: _Reading, symbols: dict[str, str], default: str | None) -> list[str | None]:
+    """Per amount, the currency symbol or code printed right before or after it. A symbol between two
+    amounts is the first one's, unless that one has its own before it: "24,99 € 2LP", "€20 €15"."""
+    markers: list[str | None] = []
+    own_before = False
+    for index, amount in enumerate(reading.amounts):
+        before, after = _clean(amount.before), _clean(amount.after)
+        previous = reading.amounts[index - 1] if index else None
+        shared = previous is not None and reading.text[previous.end:amount.start].strip() == amount.before
+        own_before = is_currency(before, symbols, default) and (not shared or own_before)
+        markers.append(before if own_before else after if is_currency(after, symbols, default) else None)
+    return markers
+
+
+def _clean(word: str) -> str:
+    return word.strip(_PUNCTUATION)
+
+
+def _printed_currency(printed: str | None, shown: str, symbols: dict[str, str], default: str | None) -> str | None:
+    """The code of the currency printed beside the amount (else found by price-parser); UnknownCurrency
+    when one is printed that recordhound cannot name."""
+    if not printed:
+        return None
+    code = named(printed, symbols, default)
+    if code:
+        return code
+    shared = shared_by(printed)
+    if shared:
+        raise UnknownCurrency(
+            f"price text {shown!r}: {printed!r} is the symbol of {', '.join(shared)}; set price.default_currency "
+            f"to one of them or map it in price.currency_symbols")
+    raise UnknownCurrency(f"price text {shown!r} shows the currency {printed!r}, which recordhound does not know; "
+                          f"map it to an ISO code in price.currency_symbols")
+
+
+def _short(text: str) -> str:
+    plain = _SPACES.sub(" ", text)
+    return plain if len(plain) <= SHOWN_CHARS else plain[:SHOWN_CHARS - 1] + "…"
+
+
+def _structured(digits: str, shown: str, code: str, plausible: tuple[Decimal, Decimal]) -> Decimal:
+    """A schema.org number ("." for decimals). Digits past the cent (a float's noise, a computed gross
+    price) are rounded to the cent, unless "1.299" could as well be 1299, or the number is a half cent."""
+    number = Decimal(digits)
+    cents = number.quantize(_CENT, ROUND_HALF_EVEN)
+    if cents == number:
+        return number
+    low, high = plausible
+    if len(digits.rsplit(".", 1)[1]) == 3 and low <= Decimal(digits.replace(".", "")) <= high:
+        return _read(digits, ".", None, shown, code)  # raises: it does not fit the separator
+    if abs(number - cents) == _CENT / 2:
+        raise AmbiguousPrice(f"price {digits} {code} (from {shown!r}) is exactly half a cent: how the shop "
+                             f"rounds it is not guessed")
+    return cents
 
 
 @lru_cache(maxsize=64)
@@ -185,7 +334,8 @@ def _read(digits: str, separator: str | None, thousands: str | None, shown: str,
     marks = thousands or "".join(s for s in THOUSANDS_SEPARATORS if s != separator)
     well_formed = (_grouped(marks).fullmatch(whole) is not None
                    and re.fullmatch(r"\d{0,2}", decimals) is not None)
-    amount = Decimal("".join(ch for ch in whole if ch.isdigit()) + "." + ("".join(ch for ch in decimals if ch.isdigit()) or "0"))
+    amount = Decimal("".join(ch for ch in whole if ch.isdigit()) + "."
+                     + ("".join(ch for ch in decimals if ch.isdigit()) or "0"))
     if not well_formed:
         raise ImplausiblePrice(
             f"price text {shown!r} does not fit the decimal separator {separator or '(none)'!r} for {code}: "

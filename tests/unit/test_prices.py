@@ -6,8 +6,8 @@ from decimal import Decimal
 import pytest
 
 from recordhound.exceptions import FieldError
-from recordhound.prices import (CACHED_TEXT_LENGTH, AmbiguousPrice, ImplausiblePrice, Money, PriceRule,
-                                _cached_reading, parse_price)
+from recordhound.prices import (CACHED_TEXT_LENGTH, AmbiguousPrice, ImplausiblePrice, Money, PriceRule, SeveralPrices,
+                                UnknownCurrency, _cached_reading, parse_price)
 
 
 @pytest.mark.parametrize(("text", "amount", "currency"), [
@@ -111,3 +111,123 @@ def test_a_long_scraped_currency_field_is_not_kept() -> None:
         blob = f"EUR {n} " + "x" * 10_000
         assert parse_price("12.50", currency_text=blob) == Money(Decimal("12.50"), "EUR")
     assert _cached_reading.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize(("text", "amount", "currency"), [
+    ("2LP 24,99 €", "24.99", "EUR"),
+    ('12" Vinyl 9,99 €', "9.99", "EUR"),
+    ('7" Single £4.50', "4.50", "GBP"),
+    ("3CD Box $29.99", "29.99", "USD"),
+    ("19,99 € inkl. 19% MwSt.", "19.99", "EUR"),
+    ("180g LP 22,50 €", "22.50", "EUR"),
+    ("24,99 € 2LP", "24.99", "EUR"),  # the € between them is the price's, not the count's
+    ("12,99 €/Stück", "12.99", "EUR"),
+])
+def test_the_one_amount_with_a_currency_is_the_price_beside_format_counts(
+        text: str, amount: str, currency: str) -> None:
+    assert parse_price(text, default_currency="EUR") == Money(Decimal(amount), currency)
+
+
+@pytest.mark.parametrize("text", [
+    "Was £20.00 Now £15.00",
+    "Was 20 Now £15",
+    "2 for £10",
+    "3 x 12,99 €",
+    "3x 12,99 €",
+    "12.99 - 19.99",
+    "From £5 to £9",
+    "9.99€ - 14.99€",
+    "20,00 € 15,00 €",
+    "20,00\u00a0€ 15,00\u00a0€",  # WooCommerce <del>…</del> <ins>…</ins> read whole
+    "Sale! £12.99 £9.99",
+    "£15 + £3 shipping",
+    "€ 12,99 inkl. MwSt. zzgl. 4,90 Versand",
+    "Reissue 2024 24,99 €",
+    "€20 €15",
+    "€ 20 € 15",
+])
+def test_a_text_with_several_prices_is_a_problem_not_a_guess(text: str) -> None:
+    with pytest.raises(SeveralPrices, match="several prices") as caught:
+        parse_price(text, default_currency="EUR")
+    assert text.replace("\u00a0", " ")[:12] in str(caught.value)
+
+
+def test_the_problem_shows_a_long_text_shortened() -> None:
+    text = "Was £20.00 Now £15.00 " + "free shipping on orders over fifty pounds " * 5
+    with pytest.raises(SeveralPrices) as caught:
+        parse_price(text)
+    assert "Was £20.00 Now £15.00" in str(caught.value) and len(str(caught.value)) < 300
+
+
+@pytest.mark.parametrize(("text", "currency"), [
+    ("AU$ 30.00", "AUD"), ("A$20.00", "AUD"), ("NZ$30.00", "NZD"), ("HK$ 100", "HKD"), ("R$ 50,00", "BRL"),
+    ("S$ 25.00", "SGD"), ("US$10.00", "USD"), ("C$ 15", "CAD"), ("CA$ 15", "CAD"), ("CHF 12.50", "CHF"),
+    ("49,99 zł", "PLN"), ("499 Kč", "CZK"), ("12,99 Euro", "EUR"),
+])
+def test_printed_currency_symbols_name_their_currency_not_the_default(text: str, currency: str) -> None:
+    assert parse_price(text, default_currency="EUR").currency == currency
+
+
+@pytest.mark.parametrize(("text", "default", "currency"), [
+    ("$25.00", "CAD", "CAD"), ("$25.00", "AUD", "AUD"), ("$25.00", "EUR", "USD"), ("$25.00", None, "USD"),
+    ("199 kr", "DKK", "DKK"), ("kr 199", "NOK", "NOK"), ("199,00 kr", "SEK", "SEK"),
+    ("¥1200", "CNY", "CNY"), ("¥1200", "EUR", "JPY"),
+])
+def test_a_symbol_several_currencies_share_means_the_default_when_it_is_one_of_them(
+        text: str, default: str | None, currency: str) -> None:
+    assert parse_price(text, default_currency=default).currency == currency
+
+
+def test_the_profile_symbols_beat_the_shared_symbol_rule() -> None:
+    assert parse_price("199 kr", default_currency="DKK", symbols={"kr": "SEK"}).currency == "SEK"
+    assert parse_price("$25.00", default_currency="CAD", symbols={"$": "USD"}).currency == "USD"
+
+
+@pytest.mark.parametrize("text", ["199 kr", "DM 20", "Rs. 500", "12 ₿"])
+def test_a_printed_currency_that_is_not_known_is_a_problem_not_the_default(text: str) -> None:
+    with pytest.raises(UnknownCurrency, match="currency_symbols"):
+        parse_price(text, default_currency="EUR")
+
+
+@pytest.mark.parametrize(("text", "default", "amount", "currency"), [
+    ("١٢٫٥٠", "EUR", "12.50", "EUR"),
+    ("۱۲٫۵۰ €", "EUR", "12.50", "EUR"),
+    ("١٢.٥٠ €", "EUR", "12.50", "EUR"),
+    ("１２．５０ €", "EUR", "12.50", "EUR"),
+    ("１，２５０．００円", "JPY", "1250.00", "JPY"),
+])
+def test_digits_of_other_scripts_read_as_the_same_number(text: str, default: str, amount: str, currency: str) -> None:
+    assert parse_price(text, default_currency=default) == Money(Decimal(amount), currency)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("-5.00", "negative"), ("\u22125,00 €", "negative"), ("€-5", "negative"), ("-€5", "negative"),
+    ("1e5", "exponent"), ("1.5E3 €", "exponent"),
+])
+def test_a_sign_or_an_exponent_is_a_problem_not_dropped(text: str, problem: str) -> None:
+    with pytest.raises(FieldError, match=problem):
+        parse_price(text, default_currency="EUR")
+
+
+def test_a_hyphen_inside_a_word_is_not_a_minus_sign() -> None:
+    assert parse_price("LP-12,99 €") == Money(Decimal("12.99"), "EUR")
+
+
+@pytest.mark.parametrize(("number", "amount"), [
+    ("19.990000000000002", "19.99"),  # float noise of 19.99
+    ("19.989999999999998", "19.99"),
+    ("19.992", "19.99"),  # 16.80 * 1.19, computed: the shop charges the cent
+    ("16.806", "16.81"),
+    ("20.00784", "20.01"),
+])
+def test_a_structured_number_with_sub_cent_digits_is_rounded_to_the_cent(number: str, amount: str) -> None:
+    assert parse_price(number, currency_text="EUR", schema_number=True) == Money(Decimal(amount), "EUR")
+
+
+def test_a_structured_number_that_could_be_thousands_or_a_half_cent_is_not_rounded() -> None:
+    with pytest.raises(ImplausiblePrice, match="does not fit"):
+        parse_price("1.299", currency_text="EUR", schema_number=True)  # 1299 is a price too
+    with pytest.raises(AmbiguousPrice, match="half a cent"):
+        parse_price("19.985", currency_text="EUR", schema_number=True)  # how does the shop round?
+    with pytest.raises(AmbiguousPrice):
+        parse_price("€19.992")  # printed on the page, not a number from structured data

@@ -1,0 +1,73 @@
+"""Which currency a printed symbol, word or code names ("AU$" AUD, "zł" PLN, "EUR"), for prices.
+
+A profile's ``currency_symbols`` beats every table here. A symbol several currencies print ("$", "¥",
+"kr") names the profile's default currency when that is one of them; else its entry in SYMBOLS ("$"
+USD, "¥" JPY), and "kr" names none.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+# Currency symbols and words → ISO 4217. A profile's `currency_symbols` extends/overrides this.
+SYMBOLS: dict[str, str] = {
+    "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR",
+    "$": "USD", "us$": "USD", "usd": "USD", "£": "GBP", "gbp": "GBP",
+    "₽": "RUB", "руб": "RUB", "руб.": "RUB", "р.": "RUB", "rub": "RUB",
+    "¥": "JPY", "jpy": "JPY", "円": "JPY", "jp¥": "JPY", "cn¥": "CNY", "元": "CNY", "rmb": "CNY",
+    "zł": "PLN", "chf": "CHF", "fr.": "CHF", "sfr.": "CHF", "kč": "CZK", "ft": "HUF", "lei": "RON",
+    "c$": "CAD", "ca$": "CAD", "can$": "CAD", "a$": "AUD", "au$": "AUD", "nz$": "NZD", "hk$": "HKD",
+    "s$": "SGD", "sg$": "SGD", "r$": "BRL", "mx$": "MXN", "nt$": "TWD",
+    "₩": "KRW", "₹": "INR", "₺": "TRY", "tl": "TRY", "₴": "UAH", "₪": "ILS",
+}
+# Symbols several currencies print: the profile's default currency when it is one of them, else the
+# symbol's entry in SYMBOLS ("$" USD, "¥" JPY); "kr" has none, so it needs the default or the profile.
+SHARED_SYMBOLS: dict[str, tuple[str, ...]] = {
+    "$": ("USD", "CAD", "AUD", "NZD", "SGD", "HKD", "MXN", "TWD", "ARS", "CLP", "COP", "UYU"),
+    "¥": ("JPY", "CNY"), "kr": ("SEK", "NOK", "DKK", "ISK"),
+}
+# Current ISO 4217 codes: an upper-case word printed beside an amount is a currency only if it is one.
+ISO_CODES = frozenset("""
+AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN BWP BYN BZD CAD CDF CHF CLP
+CNY COP CRC CUC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF
+IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK
+MNT MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR
+SBD SCR SDG SEK SGD SHP SLE SLL SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD UYU UZS
+VES VND VUV WST XAF XCD XOF XPF YER ZAR ZMW ZWL""".split())
+
+
+def currency_code(found: str | None, symbols: dict[str, str], default: str | None = None) -> str | None:
+    """Map what the page printed to an ISO code; a bare 3-letter code passes as is."""
+    token = (found or "").strip()
+    if not token:
+        return None
+    code = named(token, symbols, default)
+    if code:
+        return code
+    return token.upper() if len(token) == 3 and token.isalpha() else None
+
+
+def named(token: str, symbols: dict[str, str], default: str | None) -> str | None:
+    """The currency a printed symbol or word names (the profile's symbols first), None if none."""
+    key = token.lower()
+    profile = symbols.get(token) or symbols.get(key)
+    if profile:
+        return profile
+    if default and default in shared_by(key):
+        return default
+    known = SYMBOLS.get(key) or SYMBOLS.get(key.rstrip("."))
+    if known:
+        return known
+    return token if token.isupper() and token in ISO_CODES else None
+
+
+def shared_by(token: str) -> tuple[str, ...]:
+    """The currencies that print this symbol ("kr", "kr."), () if it is one currency's."""
+    key = token.lower()
+    return SHARED_SYMBOLS.get(key) or SHARED_SYMBOLS.get(key.rstrip("."), ())
+
+
+def is_currency(word: str, symbols: dict[str, str], default: str | None) -> bool:
+    """The word is a currency symbol or code, known ("€", "AU$", "EUR") or not ("₿", "XY$")."""
+    return bool(word) and (any(unicodedata.category(ch) == "Sc" for ch in word)
+                           or named(word, symbols, default) is not None or bool(shared_by(word)))
