@@ -3,6 +3,17 @@
 Row numbers count data rows (the header row is not one), so "line 4523" is the same position
 in the CSV, the XLSX and the JSON export of one catalog. A row that cannot be read comes out
 as a :class:`BadRow` with its number and the reason; the rows after it still come.
+
+Text files are UTF-8 (a byte order mark is allowed). A row with bytes that are not comes out as
+a bad row ("not UTF-8 at byte N of the line"); the other rows are read as usual.
+
+A CSV row is one physical line, unless a quoted field holds a line break. A row that runs past
+its first line is taken only when it looks like one: its quoted field closes (followed by a comma
+or the end of a line), it has the header's number of columns, and none of the lines it would take
+in is a row of its own: neither its first line, read with the quote as a plain character, nor a
+line wholly inside the quoted field has the header's number of columns. Otherwise its first line
+is a bad row ("unclosed quote") and reading goes on from the next line, so a quote that an export
+forgot to close never swallows the rows after it.
 """
 
 from __future__ import annotations
@@ -10,10 +21,11 @@ from __future__ import annotations
 import csv
 import json
 import zipfile
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Literal
 
 from recordhound.exceptions import RecordhoundError
 from recordhound.sources.profile import FILE_KINDS
@@ -30,6 +42,9 @@ class BadRow:
 
 
 Row = tuple[int, dict[str, Any] | BadRow]
+UNCLOSED = ("unclosed quote: the quoted field that opens on this line does not close on it; "
+            "the lines after it are read as rows of their own")
+_START, _FIELD, _QUOTED, _CLOSING = range(4)  # where the CSV parser is: see _scan
 
 
 def file_kind(path: str, declared: str) -> str:
@@ -53,15 +68,110 @@ def count_rows(path: str, kind: str) -> int:
     return sum(1 for _ in read_rows(path, kind))
 
 
+def _text(path: str) -> IO[str]:
+    """The file as UTF-8 text in which a byte that is not UTF-8 stays as a lone surrogate (see
+    :func:`_not_utf8`); line ends are kept as they are (``\\r\\n`` in a quoted CSV field is data)."""
+    return open(path, newline="", encoding="utf-8-sig", errors="surrogateescape")
+
+
+def _not_utf8(text: str) -> tuple[int, str] | None:
+    """Where ``text`` (read by :func:`_text`) stops being UTF-8: (byte position from 1, what is there)."""
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError as exc:
+        char = ord(text[exc.start])
+        what = f"0x{char - 0xDC00:02x}" if 0xDC80 <= char <= 0xDCFF else f"U+{char:04X}, half of a UTF-16 pair"
+        return len(text[:exc.start].encode("utf-8")) + 1, what
+
+
+def _line_not_utf8(text: str) -> str | None:
+    found = _not_utf8(text)
+    return None if found is None else f"not UTF-8 at byte {found[0]} of the line ({found[1]})"
+
+
 def _csv(path: str) -> Iterator[Row]:
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None) or []
-        for line, values in enumerate(reader, start=1):
-            if len(values) != len(header):
-                yield line, BadRow(line, f"{len(values)} columns where the header has {len(header)}")
-                continue
-            yield line, dict(zip(header, values))
+    with _text(path) as handle:
+        lines = iter(handle)
+        first = next(lines, "")
+        if problem := _line_not_utf8(first):
+            raise SourceFileError(f"{path}: the header line is {problem}; save the file as UTF-8")
+        header = next(csv.reader([first]), [])
+        for line, record in enumerate(_records(lines, len(header)), start=1):
+            if isinstance(record, str):
+                yield line, BadRow(line, record)
+            elif len(record) != len(header):
+                yield line, BadRow(line, f"{len(record)} columns where the header has {len(header)}")
+            else:
+                yield line, dict(zip(header, record))
+
+
+def _records(lines: Iterator[str], width: int) -> Iterator[list[str] | str]:
+    """The CSV records in ``lines``: each one's values, or why it cannot be read."""
+    ahead: deque[str] = deque()  # lines taken for a record that was not one: read again, as rows
+
+    def take() -> str | None:
+        return ahead.popleft() if ahead else next(lines, None)
+
+    while (first := take()) is not None:
+        taken, values = _record(first, take, width)
+        if values is None:
+            ahead.extendleft(reversed(taken[1:]))
+            yield UNCLOSED
+        else:
+            yield _line_not_utf8("".join(taken)) or values
+
+
+def _record(first: str, take: Callable[[], str | None], width: int) -> tuple[list[str], list[str] | None]:
+    """The physical lines of the record that starts with ``first``, and its values (None: not a record)."""
+    values = _parse([first])
+    if not _open(values):
+        return [first], values
+    if len(_parse([first], csv.QUOTE_NONE)) == width:
+        return [first], None
+    taken, state, closed_badly = [first], _QUOTED, False
+    while (more := take()) is not None:
+        taken.append(more)
+        state, badly = _scan(more)
+        closed_badly = closed_badly or badly
+        if state != _QUOTED:
+            values = _parse(taken)
+            return taken, None if closed_badly or len(values) != width else values
+        if len(values := _parse([more])) == width and not _open(values):
+            return taken, None
+    return taken, None  # open to the end of the file
+
+
+def _parse(lines: list[str], quoting: Literal[0, 1, 2, 3] = csv.QUOTE_MINIMAL) -> list[str]:
+    """The first record in ``lines`` (the last one ended by a line break if it has none)."""
+    if not lines[-1].endswith(("\n", "\r")):
+        lines = [*lines[:-1], lines[-1] + "\n"]
+    return next(csv.reader(lines, quoting=quoting), [])
+
+
+def _open(values: list[str]) -> bool:
+    """Whether a line parsed alone ends inside a quoted field: its last value holds the line's break."""
+    return bool(values) and values[-1].endswith(("\n", "\r"))
+
+
+def _scan(text: str) -> tuple[int, bool]:
+    """Where the CSV parser (the excel dialect, not strict) is after ``text`` read inside a quoted field,
+    and whether a quote closed a quoted field with something other than a comma or a line end after it."""
+    state, closed_badly = _QUOTED, False
+    if '"' not in text:
+        return state, closed_badly
+    for char in text:
+        if state == _QUOTED:
+            state = _CLOSING if char == '"' else _QUOTED
+        elif state == _CLOSING and char == '"':
+            state = _QUOTED  # a doubled quote
+        elif char in ",\r\n":
+            state = _START
+        elif state == _CLOSING:
+            state, closed_badly = _FIELD, True
+        elif state == _START:
+            state = _QUOTED if char == '"' else _FIELD
+    return state, closed_badly
 
 
 def _xlsx(path: str) -> Iterator[Row]:
@@ -81,20 +191,30 @@ def _xlsx(path: str) -> Iterator[Row]:
 
 
 def _json(path: str) -> Iterator[Row]:
-    with open(path, encoding="utf-8") as handle:
+    with _text(path) as handle:
         first = handle.read(1)
         while first and first.isspace():
             first = handle.read(1)
         handle.seek(0)
         if first == "[":
-            for line, value in enumerate(json.load(handle), start=1):
-                yield line, _object(line, value)
+            yield from _json_array(handle.read())
             return
         for line, text in enumerate(handle, start=1):
+            if problem := _line_not_utf8(text):
+                yield line, BadRow(line, problem)
+                continue
             try:
                 yield line, _object(line, json.loads(text))
             except json.JSONDecodeError as exc:
                 yield line, BadRow(line, f"not JSON: {exc}")
+
+
+def _json_array(text: str) -> Iterator[Row]:
+    """One JSON array's objects; with bytes in the file that are not UTF-8, the objects that hold them are bad."""
+    clean = _not_utf8(text) is None
+    for line, value in enumerate(json.loads(text), start=1):
+        found = None if clean else _not_utf8(json.dumps(value, ensure_ascii=False))
+        yield line, _object(line, value) if found is None else BadRow(line, f"not UTF-8 ({found[1]})")
 
 
 def _object(line: int, value: Any) -> dict[str, Any] | BadRow:

@@ -1,0 +1,118 @@
+"""`recordhound import` of feeds with broken lines: a CSV quote that is never closed, a line that is
+not UTF-8 (CSV and JSON Lines), next to a quoted field that legitimately holds a line break. Every
+readable line lands in the product DB once, each broken line is one line error with its number and
+reason, ``total_lines`` counts every line; killed mid-file, resumed, then ``--restart``: nothing twice
+(SQLite + embedded queue, PostgreSQL + Redis queue)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.dbcheck import ProductDb
+from tests.integration.review_env import ReviewEnv, open_env
+
+CSV = (b"sku,title,artists,price\n"
+       b"1,Tago Mago,Can,29.99\n"
+       b"2,Blue Lines,Massive Attack,19.99\n"
+       b'3,"Heroes,David Bowie,24.99\n'                  # the quote is never closed
+       b"4,Low,David Bowie,22.99\n"
+       b'5,"Future Days\nremastered",Can,21.99\n'       # a line break inside a quoted field: one row
+       b"6,Bj\xf6rk,Bj\xf6rk,18.99\n"                    # Latin-1, not UTF-8
+       b"7,Unknown Pleasures,Joy Division,21.99\n"
+       b"8,Closer,Joy Division,20.99\n")
+CSV_STORED = {"1", "2", "4", "5", "7", "8"}
+CSV_ERRORS = {3: "unclosed quote", 6: "not UTF-8 at byte 5 of the line (0xf6)"}
+JSONL = (b'{"sku": "1", "title": "Tago Mago", "artists": "Can", "price": "29.99"}\n'
+         b'{"sku": "2", "title": "Bj\xf6rk", "artists": "Bj\xf6rk", "price": "18.99"}\n'
+         b'{"sku": "3", "title": "Low", "artists": "David Bowie", "price": "22.99"}\n')
+
+
+@pytest.fixture
+def env(database_url: str, tmp_path: Path) -> Iterator[ReviewEnv]:
+    with open_env(database_url, tmp_path) as opened:
+        yield opened
+
+
+def _import(env: ReviewEnv, tmp_path: Path, feed: Path, *args: str, failpoints: str = "") -> str:
+    profile = tmp_path / "feed.yaml"
+    profile.write_text(yaml.safe_dump({"name": "feed", "kind": "csv", "fields": {
+        "external_id": "sku", "title": "title", "artists": "artists", "price": "price"},
+        "price": {"default_currency": "EUR"}}))
+    command = [sys.executable, "-m", "recordhound", "import", str(profile), "--file", str(feed), "--batch-size", "2",
+               "-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true", *args]
+    for setting in env.settings():
+        command += ["-s", setting]
+    process_env = {**os.environ, "DATABASE_URL": env.database_url, "SCRAPY_SETTINGS_MODULE": "recordhound.settings",
+                   "RECORDHOUND_FAILPOINTS": failpoints}
+    done = subprocess.run(command, cwd=tmp_path, env=process_env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == (-signal.SIGKILL if failpoints else 0), done.stderr[-3000:]
+    return done.stderr
+
+
+def _outcome(env: ReviewEnv) -> tuple[list[str], dict[str, Any]]:
+    """The stored offers' SKUs (one entry per row: a double shows twice) and the source's metadata."""
+    db = ProductDb(env.database_url)
+    try:
+        skus = sorted(sku for (sku,) in db.rows("SELECT external_id FROM offers"))
+        assert db.scalar("SELECT count(*) FROM releases") == len(skus)
+        return skus, db.source_meta("feed")
+    finally:
+        db.close()
+
+
+def _assert_errors(meta: dict[str, Any], expected: dict[int, str]) -> None:
+    assert [e["line"] for e in meta["line_errors"]] == list(expected)  # each once, in order
+    for error in meta["line_errors"]:
+        assert error["reason"].startswith(expected[error["line"]]), error
+
+
+def test_csv_broken_lines_are_line_errors_and_the_rest_is_imported(env: ReviewEnv, tmp_path: Path) -> None:
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(CSV)
+    _import(env, tmp_path, feed)
+    skus, meta = _outcome(env)
+    assert skus == sorted(CSV_STORED)
+    assert meta["status"] == "completed" and meta["total_lines"] == 8 and meta["last_parsed_line"] == 8
+    _assert_errors(meta, CSV_ERRORS)
+    db = ProductDb(env.database_url)
+    try:
+        title = db.scalar("SELECT r.title FROM releases r JOIN offers o ON o.release_id = r.id "
+                          "WHERE o.external_id = '5'")
+    finally:
+        db.close()
+    assert "Future Days" in title and "remastered" in title
+
+
+def test_json_lines_a_line_that_is_not_utf8_is_a_line_error(env: ReviewEnv, tmp_path: Path) -> None:
+    feed = tmp_path / "catalog.jsonl"
+    feed.write_bytes(JSONL)
+    _import(env, tmp_path, feed)
+    skus, meta = _outcome(env)
+    assert skus == ["1", "3"]
+    assert meta["status"] == "completed" and meta["total_lines"] == 3 and meta["last_parsed_line"] == 3
+    _assert_errors(meta, {2: "not UTF-8 at byte 26 of the line (0xf6)"})
+
+
+def test_killed_mid_file_resumed_then_restarted_lands_each_line_once(env: ReviewEnv, tmp_path: Path) -> None:
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(CSV)
+    _import(env, tmp_path, feed, failpoints="import.after_commit=kill@2")  # lines 4-5 committed, progress at 2
+    skus, meta = _outcome(env)
+    assert skus == ["1", "2", "4", "5"] and meta["last_parsed_line"] == 2 and meta["total_lines"] == 8
+    assert "Resuming" in _import(env, tmp_path, feed)
+    skus, meta = _outcome(env)
+    assert skus == sorted(CSV_STORED) and meta["status"] == "completed" and meta["last_parsed_line"] == 8
+    _assert_errors(meta, CSV_ERRORS)
+    _import(env, tmp_path, feed, "--restart")
+    skus, meta = _outcome(env)
+    assert skus == sorted(CSV_STORED) and meta["status"] == "completed"
+    _assert_errors(meta, CSV_ERRORS)
