@@ -6,11 +6,17 @@ any page is requested, so no node starts faster than the shop asked. That copy i
 only download of the shop's robots.txt: ``ReadOnceRobotsTxtMiddleware`` (Scrapy's middleware) and
 the spider's sitemap discovery take it from here (``known``). A profile may ignore
 robots.txt only with a stated reason (``robots: {obey: false, reason: ...}``), logged at start.
+
+A robots.txt answered with a server error (5xx, or 429) is asked again (``UNAVAILABLE_TRIES``); then
+the node does not start (``RobotsUnavailable``): a shop that cannot serve it asks not to be crawled for
+now (RFC 9309, 2.3.1.4), and its Disallow and Crawl-delay are unknown. A 4xx is no robots.txt (every
+page allowed); a shop that does not answer at all is left to the crawl's own download errors.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import urllib.error
 import urllib.request
 from dataclasses import replace
@@ -20,6 +26,8 @@ from weakref import WeakKeyDictionary
 
 from protego import Protego
 
+from recordhound.exceptions import RecordhoundError
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -28,6 +36,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 MAX_ROBOTS_BYTES = 500_000  # read at most this much of a robots.txt (Google reads 500 KiB)
 _READ: WeakKeyDictionary[Crawler, dict[str, bytes]] = WeakKeyDictionary()  # netloc -> body, per crawler
+UNAVAILABLE_TRIES = 3  # a robots.txt answered 5xx or 429 is asked this often (1 s, then 2 s apart) before giving up
+
+
+class RobotsUnavailable(RecordhoundError):
+    """The shop answered its robots.txt with a server error, every try: no page may be fetched now."""
 
 
 class UnreadableRobotsOneLine(logging.Filter):
@@ -67,16 +80,24 @@ def known(crawler: Crawler, netloc: str) -> bytes | None:
 
 def _download(url: str, user_agent: str, timeout: float) -> bytes | None:
     request = urllib.request.Request(url, headers={"User-Agent": user_agent})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the profile's own shop
-            return bytes(response.read(MAX_ROBOTS_BYTES))
-    except urllib.error.HTTPError as exc:
-        if 400 <= exc.code < 500:
-            return b""  # no robots.txt: every page allowed, no Crawl-delay (as Scrapy reads a 404)
-        logger.info("No robots.txt read from %s (%s): Scrapy's middleware tries it again", url, exc)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        logger.info("No robots.txt read from %s (%s): Scrapy's middleware tries it again", url, exc)
-    return None
+    for attempt in range(1, UNAVAILABLE_TRIES + 1):
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the profile's shop
+                return bytes(response.read(MAX_ROBOTS_BYTES))
+        except urllib.error.HTTPError as exc:
+            if 400 <= exc.code < 500 and exc.code != 429:
+                return b""  # no robots.txt: every page allowed, no Crawl-delay (as Scrapy reads a 404)
+            if attempt == UNAVAILABLE_TRIES:
+                raise RobotsUnavailable(
+                    f"the shop's robots.txt ({url}) answered HTTP {exc.code} in {attempt} tries: a shop that cannot "
+                    f"serve it asks not to be crawled for now (RFC 9309), so no page was fetched; crawl again later, "
+                    f"or set robots: {{obey: false, reason: ...}} in the profile") from None
+            logger.warning("robots.txt of %s answered HTTP %d: asked again in %d s", url, exc.code, attempt)
+            time.sleep(attempt)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            logger.info("No robots.txt read from %s (%s): Scrapy's middleware tries it again", url, exc)
+            return None
+    return None  # (not reached)
 
 
 def sitemap_lines(body: bytes) -> list[str]:

@@ -5,7 +5,8 @@
         server.hits["/sitemap.xml"]
 
 A path it does not know answers 404. Threads only (one per connection). ``headers``: more response
-headers per path (``{"/b.xml": {"Content-Encoding": "gzip"}}``).
+headers per path (``{"/b.xml": {"Content-Encoding": "gzip"}}``); ``statuses``: a status other than 200
+per path (``server.statuses["/robots.txt"] = 503``; changed at will).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from types import TracebackType
 class StaticServer:
     def __init__(self, pages: dict[str, tuple[str, bytes]], headers: dict[str, dict[str, str]] | None = None) -> None:
         self.pages, self.headers = pages, headers or {}
+        self.statuses: dict[str, int] = {}
         self.hits: Counter[str] = Counter()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -31,7 +33,7 @@ class StaticServer:
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 server.hits[self.path] += 1
                 content_type, body = server.pages.get(self.path, ("text/plain", b""))
-                self.send_response(200 if self.path in server.pages else 404)
+                self.send_response(server.statuses.get(self.path, 200) if self.path in server.pages else 404)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 for name, value in server.headers.get(self.path, {}).items():

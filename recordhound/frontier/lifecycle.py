@@ -72,6 +72,8 @@ def when_reachable(backend: FrontierBackend, step: Callable[[], T], retry_max_se
                 if not isinstance(exc, RecordhoundError):
                     raise
                 backend.close()  # a node id in use, a frontier file it cannot open, ...
+                if isinstance(exc, NotJoined):  # with its own reason (the shop's robots.txt unavailable)
+                    raise
                 raise NotJoined(str(exc), "frontier_refused") from exc
             backend.close()
             if deadline is None:

@@ -29,7 +29,7 @@ from recordhound.frontier.factory import make_backend
 from recordhound.frontier.hostgate import HostGate
 from recordhound.frontier.policy import CrawlPolicy
 from recordhound.frontier.registry import NOT_JOINED_STAT
-from recordhound.robots import robots_limits
+from recordhound.robots import RobotsUnavailable, robots_limits
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -108,7 +108,10 @@ class Opening:
     def _obey_crawl_delay(self, gate: HostGate) -> None:
         """robots.txt's Crawl-delay caps the rate every node shares (read here, off the reactor)."""
         s = self.s
-        limits = robots_limits(s.policy.limits, s.spider, s.crawler)
+        try:
+            limits = robots_limits(s.policy.limits, s.spider, s.crawler)
+        except RobotsUnavailable as exc:
+            raise lifecycle.NotJoined(str(exc), "robots_unavailable") from None
         if limits == s.policy.limits:
             return
         s.policy = replace(s.policy, limits=limits)
@@ -123,7 +126,7 @@ class Opening:
         stats = self.s.crawler.stats
         if exc.reason != "shutdown":
             logger.error("%s", exc)
-            stats.set_value(FATAL_STAT, f"frontier: {exc}")
+            stats.set_value(FATAL_STAT, str(exc) if exc.reason == "robots_unavailable" else f"frontier: {exc}")
         stats.set_value(NOT_JOINED_STAT, exc.reason)  # the store pipeline then opens nothing
         self.close_reason = exc.reason
         return None

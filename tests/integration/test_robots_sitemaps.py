@@ -387,3 +387,31 @@ def test_an_off_site_product_in_a_sitemap_is_never_fetched_even_when_its_lastmod
         fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
     assert fetched == dict.fromkeys(kept, 2), fetched
     assert_product_db_matches(database, _sub_truth(truth, set(kept)))
+
+
+def test_a_robots_txt_answered_with_a_server_error_stops_the_crawl_before_any_page(tmp_path: Path) -> None:
+    """robots.txt answers 503 (three tries): a shop that cannot serve it asks not to be crawled for now
+    (RFC 9309), so its Disallow and Crawl-delay are unknown. Before, every page was then allowed and no
+    delay kept. The crawl fetches nothing and exits 1 with one line saying so; once robots.txt answers,
+    the next run crawls the shop."""
+    with ShopProcess(120, seed=5) as shop:
+        truth = shop.truth()["sections"]["shopify"]
+        paths = sorted({o["path"] for o in truth["offers"]})[:10]
+        pages = {"/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /private/\n"),
+                 "/sm.xml": ("application/xml", _urlset([shop.url.rstrip("/") + p for p in paths]))}
+        with StaticServer(pages) as site:
+            site.statuses["/robots.txt"] = 503
+            profile = _profile(tmp_path, shop, base_url=site.url,
+                               sitemap={"urls": ["/sm.xml"], "follow": ["/products/"], "only": True})
+            database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+            refused = run_crawl(tmp_path, database, "-a", f"source={profile}")
+            assert (site.hits["/robots.txt"], site.hits["/sm.xml"]) == (3, 0), site.hits
+            assert not any(path in shop.hits() for path in paths)
+            assert refused.returncode == 1, refused.stderr[-3000:]
+            errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+            assert len(errors) == 1 and "robots.txt" in errors[0] and "503" in errors[0], refused.stderr[-3000:]
+            assert "Traceback" not in refused.stderr
+            del site.statuses["/robots.txt"]
+            crawled = run_crawl(tmp_path, database, "-a", f"source={profile}")
+            assert crawled.returncode == 0, crawled.stderr[-3000:]
+    assert_product_db_matches(database, _sub_truth(truth, set(paths)))
