@@ -140,20 +140,26 @@ def test_a_role_without_write_permission_stops_the_worker(tmp_path: Path, batch:
         _assert_applied(env, entry_ids)
 
 
+def _entries_of_the_wrong_type(env: ReviewEnv) -> Callable[[], None]:
+    """The entries' hash made a string (another program's key under the prefix); returns the mending."""
+    store = env.queue.store
+    assert isinstance(store, RedisDocStore)
+    entries = f"{env.prefix}:review:entries"
+    store.client.rename(entries, f"{entries}:kept")
+    store.client.set(entries, "not a hash")
+    return lambda: store.client.rename(f"{entries}:kept", entries)
+
+
 def test_a_review_queue_key_of_the_wrong_type_stops_the_worker(tmp_path: Path) -> None:
     """The entries' hash is a string (another program's key under the prefix): before, the worker took
     WRONGTYPE for an outage of the review queue and waited, forever."""
     with _postgres_env(tmp_path) as (env, _):
         entry_ids = _decided(env)
-        store = env.queue.store
-        assert isinstance(store, RedisDocStore)
-        entries = f"{env.prefix}:review:entries"
-        store.client.rename(entries, f"{entries}:kept")
-        store.client.set(entries, "not a hash")
+        mend = _entries_of_the_wrong_type(env)
         worker = env.worker()
         with pytest.raises(RefusalError, match=f"review queue on Redis \\({env.prefix}\\): WRONGTYPE"):
             worker.run(stop=_within(WAIT_SECONDS))
-        store.client.rename(f"{entries}:kept", entries)
+        mend()
         _assert_kept(env)
         assert env.worker().run()["completed"] == len(NAMES)
         _assert_applied(env, entry_ids)
@@ -167,11 +173,7 @@ def test_the_admins_apply_worker_says_a_refusal_and_applies_once_the_store_is_me
 
     with _postgres_env(tmp_path) as (env, _):
         entry_ids = _decided(env)
-        store = env.queue.store
-        assert isinstance(store, RedisDocStore)
-        entries = f"{env.prefix}:review:entries"
-        store.client.rename(entries, f"{entries}:kept")
-        store.client.set(entries, "not a hash")
+        mend = _entries_of_the_wrong_type(env)
         stop = threading.Event()
         thread = threading.Thread(target=apply_until_stopped, args=(env.worker(), stop.is_set, 0.2))
         thread.start()
@@ -179,7 +181,7 @@ def test_the_admins_apply_worker_says_a_refusal_and_applies_once_the_store_is_me
             time.sleep(1.0)  # refused, said, tried again: still refused
             assert thread.is_alive()
             assert len(env.queue.jobs("approved")) == len(NAMES) and env.queue.jobs("completed") == []
-            store.client.rename(f"{entries}:kept", entries)  # mended
+            mend()
             deadline = time.monotonic() + WAIT_SECONDS
             while len(env.queue.jobs("completed")) < len(NAMES):
                 assert time.monotonic() < deadline and thread.is_alive(), env.queue.counts()

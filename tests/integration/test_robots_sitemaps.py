@@ -195,6 +195,16 @@ def _sub_truth(truth: dict[str, Any], paths: set[str]) -> dict[str, Any]:
     return {**truth, "offers": offers, "counts": counts}
 
 
+def _source_meta(database: str) -> dict[str, Any]:
+    """The crawled source's metadata (its errors, its recent errors)."""
+    db = ProductDb(database)
+    try:
+        meta = db.rows("SELECT metadata FROM sources")[0][0]
+    finally:
+        db.close()
+    return json.loads(meta) if isinstance(meta, str) else meta  # type: ignore[no-any-return]
+
+
 def test_a_cut_sitemap_and_a_truncated_gz_are_errors_naming_them_and_the_other_sitemaps_are_read(
         tmp_path: Path) -> None:
     with ShopProcess(120, seed=5) as shop:
@@ -220,12 +230,7 @@ def test_a_cut_sitemap_and_a_truncated_gz_are_errors_naming_them_and_the_other_s
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stats.get("recordhound/errors/sitemap") == 2, result.stats
     assert_product_db_matches(database, _sub_truth(truth, set(good)))  # the good sitemap's products, all
-    db = ProductDb(database)
-    try:
-        meta = db.rows("SELECT metadata FROM sources")[0][0]
-    finally:
-        db.close()
-    meta = json.loads(meta) if isinstance(meta, str) else meta
+    meta = _source_meta(database)
     assert meta["errors"] == {"sitemap": 2}, meta
     recorded = {e["url"]: e["message"] for e in meta["recent_errors"]}
     assert sorted(recorded) == [sitemaps.url + "cut.xml", sitemaps.url + "cut.xml.gz"], recorded
@@ -317,13 +322,7 @@ def test_a_sitemap_sent_gzip_encoded_is_unzipped_no_further_than_a_sitemap_may_b
             assert sitemaps.hits["/bomb.xml"] == 1, sitemaps.hits
     assert result.returncode == 0, result.stderr[-3000:]
     assert_product_db_matches(database, _sub_truth(truth, set(paths)))
-    db = ProductDb(database)
-    try:
-        meta = db.rows("SELECT metadata FROM sources")[0][0]
-    finally:
-        db.close()
-    meta = json.loads(meta) if isinstance(meta, str) else meta
-    recorded = {e["url"]: e["message"] for e in meta["recent_errors"]}
+    recorded = {e["url"]: e["message"] for e in _source_meta(database)["recent_errors"]}
     assert list(recorded) == [sitemaps.url + "bomb.xml"], recorded
     assert f"exceeded DOWNLOAD_MAXSIZE ({50 << 20} B)" in recorded[sitemaps.url + "bomb.xml"], recorded
 

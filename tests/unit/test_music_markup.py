@@ -8,7 +8,6 @@ pages' own."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -16,19 +15,14 @@ from typing import Any
 import pytest
 import yaml
 from scrapy.http import HtmlResponse
-from sqlalchemy import text as sql
 
 from recordhound import music
-from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
-from recordhound.db.engine import make_engine
-from recordhound.db.migrate import upgrade
 from recordhound.db.sources import ensure_source
 from recordhound.exceptions import ProfileError
 from recordhound.normalize import normalize_release
-from recordhound.review.docstore import SqliteDocStore
-from recordhound.review.queue import ReviewQueue
 from recordhound.sources import load_profile
 from recordhound.sources.extract import extract_release
+from tests.catalog_writer import rows, trusted_writer
 from recordhound.sources.profile import Profile
 
 SCHEMA = "https://schema.org/"
@@ -268,23 +262,12 @@ def test_a_placeholder_barcode_is_a_problem_and_merges_no_releases(tmp_path: Pat
     releases = [o.release for o in outcomes if o.release is not None]
     assert [r.barcode for r in releases] == [None, None]
     assert [[p.field for p in o.problems] for o in outcomes] == [["barcode"], ["barcode"]]
-    writer = _writer(tmp_path)
+    writer = trusted_writer(tmp_path)
     source = ensure_source(writer.engine, "s", "html", "https://label.example/")
     writer.write(source, releases[:1])
     writer.write(source, releases[1:])
-    assert _rows(writer, "select title, barcode from releases order by id") == [
+    assert rows(writer, "select title, barcode from releases order by id") == [
         ("Tago Mago", None), ("Blue Lines", None)]
-    assert _rows(writer, "select o.external_id, r.title from offers o join releases r on r.id = o.release_id"
+    assert rows(writer, "select o.external_id, r.title from offers o join releases r on r.id = o.release_id"
                          " order by o.id") == [("A1", "Tago Mago"), ("B2", "Blue Lines")]
 
-
-def _writer(tmp_path: Path) -> CatalogWriter:
-    engine = make_engine(f"sqlite:///{tmp_path / 'p.sqlite3'}")
-    upgrade(engine)
-    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
-    return CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=100))
-
-
-def _rows(writer: CatalogWriter, query: str) -> list[tuple[Any, ...]]:
-    with writer.engine.connect() as conn:
-        return [tuple(row) for row in conn.execute(sql(query)).all()]

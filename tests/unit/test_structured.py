@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -11,18 +10,13 @@ from typing import Any
 import pytest
 import yaml
 from scrapy.http import HtmlResponse
-from sqlalchemy import text
 
-from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
-from recordhound.db.engine import make_engine
-from recordhound.db.migrate import upgrade
 from recordhound.db.sources import ensure_source
 from recordhound.exceptions import ProfileError
 from recordhound.normalize import Outcome, normalize_release
-from recordhound.review.docstore import SqliteDocStore
-from recordhound.review.queue import ReviewQueue
 from recordhound.sources import load_profile
 from recordhound.sources.extract import extract_release
+from tests.catalog_writer import rows, trusted_writer
 from recordhound.sources.structured import product_node, strings
 
 PAGE = """<html><head><script type="application/ld+json">
@@ -121,14 +115,14 @@ def test_offers_without_an_id_are_named_by_format_not_by_the_products_sku(tmp_pa
                               ("CAN-1#CD/-", "CD", None, Decimal("12.99"), "EUR", "in_stock")]
     assert _offers(reordered) == _offers(first)[::-1]
     assert first.problems == [] and reordered.problems == []
-    writer = _writer(tmp_path)
+    writer = trusted_writer(tmp_path)
     source = ensure_source(writer.engine, "s", "html", "https://shop.example/")
     for outcome in (first, reordered):
         assert outcome.release is not None
         writer.write(source, [outcome.release])
-    assert _rows(writer, "select external_id, format, price from offers order by id") == [
+    assert rows(writer, "select external_id, format, price from offers order by id") == [
         ("CAN-1#LP/-", "LP", 29.99), ("CAN-1#CD/-", "CD", 12.99)]
-    assert _rows(writer, "select offer_id from offer_history") == []
+    assert rows(writer, "select offer_id from offer_history") == []
 
 
 def test_a_variants_sku_names_its_one_offer_and_its_copies_by_condition(tmp_path: Path) -> None:
@@ -175,14 +169,3 @@ def test_an_album_release_with_an_aggregate_offer_gives_its_low_price(tmp_path: 
                                 ("https://shop.example/p/1#cd", "CD", None, Decimal("9.00"), "EUR", None)]
     assert outcome.problems == []
 
-
-def _writer(tmp_path: Path) -> CatalogWriter:
-    engine = make_engine(f"sqlite:///{tmp_path / 'p.sqlite3'}")
-    upgrade(engine)
-    queue = ReviewQueue(SqliteDocStore(str(tmp_path / "review.sqlite3")))
-    return CatalogWriter(engine, timedelta(hours=1), queue, ReviewPolicy(trusted=True, price_threshold_pct=100))
-
-
-def _rows(writer: CatalogWriter, query: str) -> list[tuple[Any, ...]]:
-    with writer.engine.connect() as conn:
-        return [tuple(row) for row in conn.execute(text(query)).all()]
