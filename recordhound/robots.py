@@ -7,10 +7,11 @@ only download of the shop's robots.txt: ``ReadOnceRobotsTxtMiddleware`` (Scrapy'
 the spider's sitemap discovery take it from here (``known``). A profile may ignore
 robots.txt only with a stated reason (``robots: {obey: false, reason: ...}``), logged at start.
 
-A robots.txt answered with a server error (5xx, or 429) is asked again (``UNAVAILABLE_TRIES``); then
+A robots.txt answered with a server error (5xx, or 429) is asked again (``UNAVAILABLE_TRIES``, after
+its ``Retry-After`` when it says one); then
 the node does not start (``RobotsUnavailable``): a shop that cannot serve it asks not to be crawled for
-now (RFC 9309, 2.3.1.4), and its Disallow and Crawl-delay are unknown. A 4xx is no robots.txt (every
-page allowed); a shop that does not answer at all is left to the crawl's own download errors.
+now (RFC 9309, 2.3.1.4), and its Disallow and Crawl-delay are unknown. A 4xx, or redirects that lead
+nowhere (a loop, no Location), is no robots.txt (every page allowed); a shop that does not answer at all is left to the crawl's own download errors.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ logger = logging.getLogger(__name__)
 MAX_ROBOTS_BYTES = 500_000  # read at most this much of a robots.txt (Google reads 500 KiB)
 _READ: WeakKeyDictionary[Crawler, dict[str, bytes]] = WeakKeyDictionary()  # netloc -> body, per crawler
 UNAVAILABLE_TRIES = 3  # a robots.txt answered 5xx or 429 is asked this often (1 s, then 2 s apart) before giving up
+RETRY_AFTER_CAP_SECONDS = 30.0  # a 429's or 503's Retry-After is waited, up to this, between those tries
 
 
 class RobotsUnavailable(RecordhoundError):
@@ -85,19 +87,28 @@ def _download(url: str, user_agent: str, timeout: float) -> bytes | None:
             with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the profile's shop
                 return bytes(response.read(MAX_ROBOTS_BYTES))
         except urllib.error.HTTPError as exc:
-            if 400 <= exc.code < 500 and exc.code != 429:
+            if exc.code < 500 and exc.code != 429:  # a 4xx, or redirects that lead nowhere (RFC 9309, 2.3.1.2)
                 return b""  # no robots.txt: every page allowed, no Crawl-delay (as Scrapy reads a 404)
             if attempt == UNAVAILABLE_TRIES:
                 raise RobotsUnavailable(
                     f"the shop's robots.txt ({url}) answered HTTP {exc.code} in {attempt} tries: a shop that cannot "
                     f"serve it asks not to be crawled for now (RFC 9309), so no page was fetched; crawl again later, "
                     f"or set robots: {{obey: false, reason: ...}} in the profile") from None
-            logger.warning("robots.txt of %s answered HTTP %d: asked again in %d s", url, exc.code, attempt)
-            time.sleep(attempt)
+            wait = _retry_after(exc.headers.get("Retry-After"), attempt)
+            logger.warning("robots.txt of %s answered HTTP %d: asked again in %g s", url, exc.code, wait)
+            time.sleep(wait)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             logger.info("No robots.txt read from %s (%s): Scrapy's middleware tries it again", url, exc)
             return None
     return None  # (not reached)
+
+
+def _retry_after(header: str | None, attempt: int) -> float:
+    """The shop's ``Retry-After`` in seconds (capped at ``RETRY_AFTER_CAP_SECONDS``), else ``attempt`` s."""
+    try:
+        return min(max(float(header or attempt), 0.0), RETRY_AFTER_CAP_SECONDS)
+    except ValueError:  # an HTTP date: waited as the default
+        return float(attempt)
 
 
 def sitemap_lines(body: bytes) -> list[str]:

@@ -103,16 +103,17 @@ async def _apply_worker(settings: BaseSettings) -> AsyncIterator[None]:
 def apply_until_stopped(worker: ApplyWorker, stop: Callable[[], bool],
                         refused_wait_seconds: float = REFUSED_WAIT_SECONDS) -> None:
     """The admin's apply worker, until the admin stops. A store that refuses it (a read-only database, a
-    queue key of the wrong type: ``RefusalError``) is said in one line and tried again after a while:
-    an operator may mend it without restarting the admin; meanwhile the decisions wait, approved."""
-    from recordhound.catalog.errors import RefusalError
+    queue key of the wrong type: ``RefusalError``), or any other error that ends it (the review queue
+    unreachable while it leases), is said in one line and the worker is started again after a while: an
+    operator may mend the store without restarting the admin; meanwhile the decisions wait, approved."""
+    from recordhound.exceptions import reason
 
     while not stop():
         try:
             worker.run(follow=True, stop=stop)
             return
-        except RefusalError as exc:
-            logger.error("The apply worker stopped: %s (tried again in %.0f s)", exc, refused_wait_seconds)
+        except Exception as exc:  # noqa: BLE001 - said; the admin goes on serving, the worker starts again
+            logger.error("The apply worker stopped: %s (started again in %.0f s)", reason(exc), refused_wait_seconds)
             deadline = time.monotonic() + refused_wait_seconds
             while time.monotonic() < deadline and not stop():
                 time.sleep(0.1)

@@ -84,11 +84,7 @@ class ApplyWorker:
         logger.info("Apply worker %s: applying the decisions of the %s review queue%s", self.name,
                     self.config.backend, " as they come" if follow else "")
         while stop is None or not stop():
-            if self.config.ttl_seconds:
-                for entry_id in self.queue.expire(self.config.ttl_seconds):
-                    logger.warning("Review entry %s expired (RECORDHOUND_REVIEW_TTL_SECONDS): moved to failed",
-                                   entry_id)
-            jobs = self.queue.lease_many(self.name, self.config.lease_seconds, self.config.batch_size)
+            jobs = self._lease()
             if not jobs:
                 if not follow:
                     break
@@ -102,6 +98,20 @@ class ApplyWorker:
                 logger.info("Applied %d jobs (%.1f/s), %d failed", self.counts["completed"],
                             self.counts["completed"] / (last_log - started), self.counts["failed"])
         return self.counts
+
+    def _lease(self) -> list[Doc]:
+        """The next batch of jobs (entries past their time-to-live expired first); a refusal of the review
+        queue stops the worker here too (``RefusalError``)."""
+        try:
+            if self.config.ttl_seconds:
+                for entry_id in self.queue.expire(self.config.ttl_seconds):
+                    logger.warning("Review entry %s expired (RECORDHOUND_REVIEW_TTL_SECONDS): moved to failed",
+                                   entry_id)
+            return self.queue.lease_many(self.name, self.config.lease_seconds, self.config.batch_size)
+        except Exception as exc:
+            if (stopped := refused(exc, self.engine.url.render_as_string(hide_password=True))) is not None:
+                raise stopped from exc
+            raise
 
     def _apply_through_outages(self, jobs: list[Doc], stop: Any) -> None:
         """``apply_many``, again while a store is away, with the jobs this worker still holds when it is

@@ -140,11 +140,11 @@ def test_a_role_without_write_permission_stops_the_worker(tmp_path: Path, batch:
         _assert_applied(env, entry_ids)
 
 
-def _entries_of_the_wrong_type(env: ReviewEnv) -> Callable[[], None]:
-    """The entries' hash made a string (another program's key under the prefix); returns the mending."""
+def _entries_of_the_wrong_type(env: ReviewEnv, collection: str = "review:entries") -> Callable[[], None]:
+    """The collection's hash made a string (another program's key under the prefix); returns the mending."""
     store = env.queue.store
     assert isinstance(store, RedisDocStore)
-    entries = f"{env.prefix}:review:entries"
+    entries = f"{env.prefix}:{collection}"
     store.client.rename(entries, f"{entries}:kept")
     store.client.set(entries, "not a hash")
     return lambda: store.client.rename(f"{entries}:kept", entries)
@@ -165,7 +165,9 @@ def test_a_review_queue_key_of_the_wrong_type_stops_the_worker(tmp_path: Path) -
         _assert_applied(env, entry_ids)
 
 
-def test_the_admins_apply_worker_says_a_refusal_and_applies_once_the_store_is_mended(tmp_path: Path) -> None:
+@pytest.mark.parametrize("collection", ["review:entries", "tasks:approved"])  # met applying; met leasing
+def test_the_admins_apply_worker_says_a_refusal_and_applies_once_the_store_is_mended(tmp_path: Path,
+                                                                                      collection: str) -> None:
     """In the admin the worker is a thread beside the pages: a refusal ends neither the admin nor the
     applying. It is said, tried again after a while, and the decisions are applied once the key of
     the wrong type is gone."""
@@ -173,14 +175,14 @@ def test_the_admins_apply_worker_says_a_refusal_and_applies_once_the_store_is_me
 
     with _postgres_env(tmp_path) as (env, _):
         entry_ids = _decided(env)
-        mend = _entries_of_the_wrong_type(env)
+        mend = _entries_of_the_wrong_type(env, collection)
         stop = threading.Event()
         thread = threading.Thread(target=apply_until_stopped, args=(env.worker(), stop.is_set, 0.2))
         thread.start()
         try:
             time.sleep(1.0)  # refused, said, tried again: still refused
             assert thread.is_alive()
-            assert len(env.queue.jobs("approved")) == len(NAMES) and env.queue.jobs("completed") == []
+            assert env.queue.jobs("completed") == [] and env.queue.jobs("failed") == []  # nothing applied yet
             mend()
             deadline = time.monotonic() + WAIT_SECONDS
             while len(env.queue.jobs("completed")) < len(NAMES):

@@ -414,3 +414,21 @@ def test_a_robots_txt_answered_with_a_server_error_stops_the_crawl_before_any_pa
             crawled = run_crawl(tmp_path, database, "-a", f"source={profile}")
             assert crawled.returncode == 0, crawled.stderr[-3000:]
     assert_product_db_matches(database, _sub_truth(truth, set(paths)))
+
+
+def test_a_robots_txt_whose_redirects_lead_nowhere_is_no_robots_txt(tmp_path: Path) -> None:
+    """robots.txt redirects to itself (a loop): no robots.txt can be read, which RFC 9309 treats as
+    none (every page allowed), not as a server error: the crawl goes on."""
+    with ShopProcess(120, seed=5) as shop:
+        truth = shop.truth()["sections"]["shopify"]
+        paths = sorted({o["path"] for o in truth["offers"]})[:10]
+        pages = {"/robots.txt": ("text/plain", b""),
+                 "/sm.xml": ("application/xml", _urlset([shop.url.rstrip("/") + p for p in paths]))}
+        with StaticServer(pages, headers={"/robots.txt": {"Location": "/robots.txt"}}) as site:
+            site.statuses["/robots.txt"] = 301
+            profile = _profile(tmp_path, shop, base_url=site.url,
+                               sitemap={"urls": ["/sm.xml"], "follow": ["/products/"], "only": True})
+            database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+            crawled = run_crawl(tmp_path, database, "-a", f"source={profile}")
+    assert crawled.returncode == 0, crawled.stderr[-3000:]
+    assert_product_db_matches(database, _sub_truth(truth, set(paths)))

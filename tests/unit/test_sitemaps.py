@@ -42,3 +42,9 @@ def test_a_page_that_is_no_sitemap_is_not_a_cut_off_one() -> None:
     with pytest.raises(FieldError) as raised:
         _read(b"<html><body>Shop</body></html>")
     assert not isinstance(raised.value, CutOffError) and "not a sitemap" in str(raised.value)
+
+
+def test_a_robots_txt_retry_after_is_waited_within_its_cap() -> None:
+    from recordhound.robots import RETRY_AFTER_CAP_SECONDS, _retry_after
+    assert [_retry_after(None, 1), _retry_after("5", 1), _retry_after("3600", 2), _retry_after("-1", 1),
+            _retry_after("Wed, 21 Oct 2026 07:28:00 GMT", 2)] == [1.0, 5.0, RETRY_AFTER_CAP_SECONDS, 0.0, 2.0]
