@@ -50,8 +50,9 @@ _NOT_NOW = tuple(re.compile(pattern) for pattern in (  # stock wording that says
     r"\b(?:no|sin)\s+(?:\w+\s+)?(?:disponible|stock)\b",  # "no disponible", "sin stock"
     r"\b(?:niet|geen)\s+(?:\w+\s+)?(?:op voorraad|in voorraad|leverbaar|voorraad)\b",  # "niet op voorraad"
     r"\bnon\s+(?:\w+\s+)?(?:disponibile|disponible)\b",  # "non disponibile"
-    rf"\b(?:{_STOCK})\b.*\b(?:{_SOON})\b|\b(?:{_SOON})\b.*\b(?:{_STOCK})\b",  # "back in stock soon"
-))
+    rf"\b(?:back|again|wieder|retour|de nouveau|weer|di nuovo)\s+(?:\w+\s+)?(?:{_STOCK})\b(?:\s+\w+)?\s+(?:{_SOON})\b",
+    rf"\b(?:{_SOON})\s+(?:\w+\s+)?(?:back|again|wieder|retour|de nouveau|weer|di nuovo)\s+(?:\w+\s+)?(?:{_STOCK})\b",
+))  # ("back in stock soon", "bald wieder auf Lager"; "In stock, ships soon" is in stock)
 _GRADE_WORDS = (("near mint", "NM"), ("mint minus", "NM"), ("very good plus", "VG+"), ("very good", "VG"),
                 ("good plus", "G+"), ("mint", "M"), ("good", "G"), ("fair", "F"), ("poor", "P"))
 _GRADE_CODE = re.compile(r"\b(M-|NM|EX|VG\+\+|VG\+|VG|G\+|G|F|P|M)(?![\w+-])")
@@ -106,12 +107,13 @@ def availability(value: str | None) -> str | None:
     for state in ("pre_order", "sold_out", "in_stock"):
         if any(text == word or squashed == word.replace(" ", "") for word in _AVAILABLE[state]):
             return state
-    for state in ("pre_order", "sold_out", "in_stock"):  # "Only 2 left in stock", "Sold Out!"
-        if state == "sold_out" and any(pattern.search(text) for pattern in _NOT_NOW):
-            return state  # "Currently not in stock", "Nicht auf Lager", "Back in stock soon"
-        if any(" " in word and word in text for word in _AVAILABLE[state]):
-            return state
-    return None
+    if any(" " in word and word in text for word in _AVAILABLE["pre_order"]):
+        return "pre_order"
+    # the status said first: "Currently not in stock" is sold out, "In stock - not available abroad" in stock
+    said = [(found.start(), "sold_out") for pattern in _NOT_NOW if (found := pattern.search(text))]
+    said += [(text.find(word), state) for state in ("sold_out", "in_stock")  # "Only 2 left in stock", "Sold Out!"
+             for word in _AVAILABLE[state] if " " in word and word in text]
+    return min(said)[1] if said else None
 
 
 def condition(value: str | None) -> str | None:

@@ -11,7 +11,8 @@ A robots.txt answered with a server error (5xx, or 429) is asked again (``UNAVAI
 its ``Retry-After`` when it says one); then
 the node does not start (``RobotsUnavailable``): a shop that cannot serve it asks not to be crawled for
 now (RFC 9309, 2.3.1.4), and its Disallow and Crawl-delay are unknown. A 4xx, or redirects that lead
-nowhere (a loop, no Location), is no robots.txt (every page allowed); a shop that does not answer at all is left to the crawl's own download errors.
+nowhere (a loop, no Location), is no robots.txt (every page allowed); a shop that does not answer at
+all is left to the crawl's own download errors.
 """
 
 from __future__ import annotations

@@ -271,3 +271,13 @@ def test_a_placeholder_barcode_is_a_problem_and_merges_no_releases(tmp_path: Pat
     assert rows(writer, "select o.external_id, r.title from offers o join releases r on r.id = o.release_id"
                          " order by o.id") == [("A1", "Tago Mago"), ("B2", "Blue Lines")]
 
+
+
+@pytest.mark.parametrize("text", [
+    "In stock - ships soon", "In stock, restock soon", "En stock - livraison bientôt",
+    "Op voorraad, binnenkort verzonden",
+    "Auf Lager - bald bei dir", "In stock — not available for international shipping",
+    "In stock online, not available in store",
+])
+def test_a_leading_in_stock_is_not_undone_by_a_later_clause(text: str) -> None:
+    assert music.availability(text) == "in_stock"
