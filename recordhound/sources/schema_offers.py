@@ -4,8 +4,8 @@
 Each offer takes what its own node says and falls back to its release / variant node: the
 format from the release's name or ``musicReleaseFormat``, the barcode from ``gtin13`` (or
 ``gtin``, ``gtin12``, ``gtin14``, ``gtin8``), the shop's own id from the offer URL's variant
-(Shopify's ``?variant=<id>``: SKUs there are optional and often repeated), ``sku`` or ``@id``; a
-product's SKU never names its offers (``offer_ids`` names those without one). The price is ``price``,
+(Shopify's ``?variant=<id>``: SKUs there are optional and often repeated), ``sku`` or ``@id``, else
+the parent's (``offer_ids`` then tells repeats apart by place: see docs/shops.md). The price is ``price``,
 ``lowPrice`` or the ``priceSpecification`` to pay (not a StrikethroughPrice / ListPrice / MSRP).
 A page with one plain offer gives none here: its fields are the page's own.
 """
@@ -71,15 +71,13 @@ def _variant_offers(variant: Node) -> list[RawOffer]:
 
 def _offer(offer: Node, parent: Node, several: bool = True, variant: bool = False) -> RawOffer:
     """``parent``: a release / variant (its name may be the format: '12" Vinyl') or the product
-    (its name is the title, its ``musicReleaseFormat`` the format). The parent's id names the offer only
-    when it is a variant's one offer: a product's SKU names the page, and its offers without an id of their
-    own are named by format and condition (``offer_ids``), which a page that reorders them does not change."""
+    (its name is the title, its ``musicReleaseFormat`` the format)."""
     item = listed(offer.get("itemOffered"))
     own = item[0] if item else {}
     name = first(offer, "name") if several else None
     return RawOffer(
         external_id=(_variant_id(first(offer, "url")) or first(offer, "sku", "@id") or first(own, "sku", "@id")
-                     or (first(parent, "sku", "@id") if variant and not several else None)),
+                     or first(parent, "sku", "@id")),
         format=_format([first(own, "name"), first(own, "musicReleaseFormat"), name,
                         *([first(parent, "name"), first(parent, "musicReleaseFormat")] if variant else
                           [first(parent, "musicReleaseFormat")])]),

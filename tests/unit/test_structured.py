@@ -11,12 +11,10 @@ import pytest
 import yaml
 from scrapy.http import HtmlResponse
 
-from recordhound.db.sources import ensure_source
 from recordhound.exceptions import ProfileError
 from recordhound.normalize import Outcome, normalize_release
 from recordhound.sources import load_profile
 from recordhound.sources.extract import extract_release
-from tests.catalog_writer import rows, trusted_writer
 from recordhound.sources.structured import product_node, strings
 
 PAGE = """<html><head><script type="application/ld+json">
@@ -104,40 +102,6 @@ def _tago_mago(*offers: dict[str, Any]) -> dict[str, Any]:
             "sku": "CAN-1", "offers": list(offers)}
 
 
-LP = {"@type": "Offer", "name": "Vinyl LP", "price": "29.99", "priceCurrency": "EUR",
-      "availability": f"{SCHEMA}InStock"}
-CD = {"@type": "Offer", "name": "CD", "price": "12.99", "priceCurrency": "EUR", "availability": f"{SCHEMA}InStock"}
-
-
-def test_offers_without_an_id_are_named_by_format_not_by_the_products_sku(tmp_path: Path) -> None:
-    first, reordered = _normalized(tmp_path, _tago_mago(LP, CD)), _normalized(tmp_path, _tago_mago(CD, LP))
-    assert _offers(first) == [("CAN-1#LP/-", "LP", None, Decimal("29.99"), "EUR", "in_stock"),
-                              ("CAN-1#CD/-", "CD", None, Decimal("12.99"), "EUR", "in_stock")]
-    assert _offers(reordered) == _offers(first)[::-1]
-    assert first.problems == [] and reordered.problems == []
-    writer = trusted_writer(tmp_path)
-    source = ensure_source(writer.engine, "s", "html", "https://shop.example/")
-    for outcome in (first, reordered):
-        assert outcome.release is not None
-        writer.write(source, [outcome.release])
-    assert rows(writer, "select external_id, format, price from offers order by id") == [
-        ("CAN-1#LP/-", "LP", 29.99), ("CAN-1#CD/-", "CD", 12.99)]
-    assert rows(writer, "select offer_id from offer_history") == []
-
-
-def test_a_variants_sku_names_its_one_offer_and_its_copies_by_condition(tmp_path: Path) -> None:
-    used = {"@type": "Offer", "price": "15.00", "priceCurrency": "EUR", "itemCondition": f"{SCHEMA}UsedCondition"}
-    new = {"@type": "Offer", "price": "27.99", "priceCurrency": "EUR", "itemCondition": f"{SCHEMA}NewCondition"}
-    ld = {"@context": "https://schema.org", "@type": "ProductGroup", "name": "Blue Lines", "sku": "BL",
-          "byArtist": "Massive Attack", "hasVariant": [
-              {"@type": "Product", "sku": "BL-LP", "name": "Blue Lines - LP", "offers": [new, used]},
-              {"@type": "Product", "sku": "BL-CD", "name": "Blue Lines - CD",
-               "offers": {"@type": "Offer", "price": "11.99", "priceCurrency": "EUR"}}]}
-    outcome = _normalized(tmp_path, ld)
-    assert _offers(outcome) == [("BL#LP/new", "LP", "new", Decimal("27.99"), "EUR", None),
-                                ("BL#LP/used", "LP", "used", Decimal("15.00"), "EUR", None),
-                                ("BL-CD", "CD", None, Decimal("11.99"), "EUR", None)]
-    assert outcome.problems == []
 
 
 def _specs(*pairs: tuple[str | None, str]) -> list[dict[str, str]]:
