@@ -37,7 +37,7 @@ from recordhound.db.offers import set_price
 from recordhound.backoff import backoff_seconds
 from recordhound.catalog.errors import is_transient, refusal, refused
 from recordhound.exceptions import reason
-from recordhound.catalog.apply_batch import edited_or_entry_name, write_batch
+from recordhound.catalog.apply_batch import edited_or_entry_name, own_spellings, write_batch
 from recordhound.catalog.writer import CatalogWriter
 from recordhound.review import gate
 from recordhound.review.items import release_from_doc
@@ -248,8 +248,8 @@ class ApplyWorker:
                 else:
                     entity_id = found
                 status = "edited" if action == "edit" else "approved"
-            spellings = [s for s in entry["spellings"]
-                         if s not in entities.known_spellings(conn, kind, entry["spellings"])]
+            own = own_spellings(entry)
+            spellings = [s for s in own if s not in entities.known_spellings(conn, kind, own)]
             entities.attach(conn, kind, dict.fromkeys(spellings, entity_id))
         return {"status": status, "entity_id": entity_id}
 

@@ -45,7 +45,7 @@ def write_batch(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> l
         targets.append((kind, target))
         if target is not None:  # its spellings are synonyms for the jobs after it, as one by one
             given = [] if action == "merge" else [edited_or_entry_name(job, entry)]
-            for spelling in given + list(entry["spellings"]):
+            for spelling in given + own_spellings(entry):
                 spelled.setdefault(kind, {}).setdefault(spelling, target)
     ids = {kind: _find_or_create(conn, kind, names) for kind, names in wanted.items()}
     for kind, into in merges.items():
@@ -58,6 +58,16 @@ def write_batch(conn: Connection, jobs: list[Doc], entries: dict[int, Doc]) -> l
         outcomes.append({"status": STATUS[job["action"]], "entity_id": entity_id})
     _attach(conn, jobs, entries, outcomes)
     return outcomes
+
+
+def own_spellings(entry: Doc) -> list[str]:
+    """The spellings a decision on ``entry`` makes synonyms. An entry held before migration 0013 under the
+    empty key may list names of punctuation only that are not one name ("!!!" and "???"): only those of its
+    own name's key; the items of the others go through the gate again and wait under entries of their own."""
+    if entry.get("name_key") != "" or not entry.get("name"):
+        return list(entry["spellings"])
+    key = name_key(str(entry["name"]))
+    return [s for s in entry["spellings"] if name_key(s) == key]
 
 
 def edited_or_entry_name(job: Doc, entry: Doc) -> str:
@@ -89,7 +99,7 @@ def _attach(conn: Connection, jobs: list[Doc], entries: dict[int, Doc], outcomes
             continue
         entry = entries[int(job["entry_id"])]
         own = [job["fields"]["name"].strip()] if job["action"] == "edit" else [entry["name"]]
-        spellings = own + sorted(entry["spellings"]) if job["action"] != "merge" else sorted(entry["spellings"])
+        spellings = own + sorted(own_spellings(entry)) if job["action"] != "merge" else sorted(own_spellings(entry))
         per_kind.setdefault(entry["kind"], []).extend((s, int(outcome["entity_id"])) for s in spellings)
     for kind, pairs in per_kind.items():
         known = entities.known_spellings(conn, kind, sorted({s for s, _ in pairs}))

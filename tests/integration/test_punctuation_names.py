@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Engine, text
 
 from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
@@ -131,3 +132,37 @@ def test_migration_0013_keys_the_entities_and_releases_that_shared_the_empty_key
     finally:
         queue.close()
         engine.dispose()
+
+
+@pytest.mark.parametrize("together", [False, True])  # decided alone (one by one); with another (the batch path)
+def test_a_review_entry_that_held_several_such_names_before_0013_approves_only_its_own(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, together: bool) -> None:
+    """Before 0013, "!!!" and "???" waited in one review entry (the empty key, both its spellings).
+    Approved after the upgrade, it makes one artist of its own name only; the other name's item goes
+    through the gate again and waits for an entry of its own: two artists in the end, each credited."""
+    from recordhound.db import entities
+    from recordhound.review import gate
+    from recordhound.text import clean, fold
+    from tests.integration.review_env import open_env
+
+    with open_env(database_url, tmp_path) as env:
+        source = env.source()
+        with monkeypatch.context() as legacy:  # the matching key as it was: punctuation folded away
+            for module in (gate, entities):
+                legacy.setattr(module, "name_key", lambda value: fold(clean(value) or ""))
+            env.writer().write(source, [_release("a", "One", ["!!!"]), _release("b", "Two", ["???"]),
+                                        *([_release("c", "Three", ["Alpha"])] if together else [])])
+        entries = env.queue.entries(kind="artist")
+        assert sorted(sorted(e["spellings"]) for e in entries) == [["!!!", "???"], *([["Alpha"]] if together else [])]
+        for entry in entries:
+            env.queue.decide(int(entry["id"]), "approve")
+        env.worker().run()
+        for waiting in env.queue.entries(kind="artist"):  # the other name, parked again under its own entry
+            env.queue.decide(int(waiting["id"]), "approve")
+        env.worker().run()
+        with env.engine.connect() as conn:
+            artists = sorted(conn.execute(text("SELECT name, name_key FROM artists")).all())
+            credits = dict(conn.execute(text("SELECT o.external_id, a.name FROM offers o JOIN release_artists ra "
+                                             "ON ra.release_id = o.release_id JOIN artists a ON a.id = ra.artist_id")).all())
+    assert artists == [("!!!", "!!!"), ("???", "???"), *([("Alpha", "alpha")] if together else [])]
+    assert credits == {"a": "!!!", "b": "???", **({"c": "Alpha"} if together else {})}
