@@ -71,3 +71,45 @@ def is_currency(word: str, symbols: dict[str, str], default: str | None) -> bool
     """The word is a currency symbol or code, known ("€", "AU$", "EUR") or not ("₿", "XY$")."""
     return bool(word) and (any(unicodedata.category(ch) == "Sc" for ch in word)
                            or named(word, symbols, default) is not None or bool(shared_by(word)))
+
+
+# ISO codes that are also ordinary upper-case words ("ALL INCLUSIVE", "TOP SELLER"): beside a symbol
+# they are page text, not a second currency.
+WORD_CODES = frozenset({"ALL", "TOP", "CUP", "MOP", "PEN", "MAD", "GEL", "BOB", "BAM", "SOS", "TRY"})
+# Footnote marks printed right after a price or its symbol ("19,99 €¹", "€19.99*"): never part of it.
+FOOTNOTE_MARKS = "¹²³⁴⁵⁶⁷⁸⁹⁰*†‡§°"
+
+
+def is_code(word: str) -> bool:
+    """The word is an ISO 4217 code as printed ("CAD", "EUR", "usd"), not only a symbol."""
+    return (len(word) == 3 and word.upper() in ISO_CODES
+            and (word.isupper() or SYMBOLS.get(word.lower()) == word.upper()))
+
+
+def printed_currencies(word: str, symbols: dict[str, str], default: str | None) -> tuple[str, ...]:
+    """The currency symbols and codes in one printed word, () for none.
+
+    A symbol glued to ordinary text is still the symbol ("price€" and "€inkl." are "€", "€¹" is "€");
+    an upper-case prefix is the symbol's own ("AU$", "XY$"), or an ISO code beside it ("CAD$" is "$" and
+    "CAD", which decide together)."""
+    word = word.strip(FOOTNOTE_MARKS)
+    if not word:
+        return ()
+    if named(word, symbols, default) or shared_by(word):
+        return (word,)
+    signs = [i for i, ch in enumerate(word) if unicodedata.category(ch) == "Sc"]
+    if not signs:
+        return ()
+    first, last = signs[0], signs[-1]
+    before, sign, after = word[:first], word[first:last + 1], word[last + 1:].strip(FOOTNOTE_MARKS)
+    found: tuple[str, ...] = (sign,)
+    if before and before.isalpha() and before.isupper() and len(before) <= 3:
+        if named(before + sign, symbols, default):
+            found = (before + sign,)
+        elif is_code(before):
+            found = (sign, before)
+        else:
+            found = (before + sign,)  # "XY$": a currency recordhound does not know, not "$"
+    if after and is_code(after):
+        found += (after,)
+    return found

@@ -2,12 +2,16 @@
 
 The text is read as a shop means it: digits of any script are digits ("１２．５０", "١٢٫٥٠"), and it must
 hold one price. Beside the one amount that carries a currency ("2LP 24,99 €", '12" 9,99 €') bare counts
-of up to three digits are not prices; two amounts with a currency, a range ("12.99 - 19.99"), was/now,
-a multi-buy ("2 for £10", "3 x 12,99 €") or any other second amount is :class:`SeveralPrices`, never a
-pick. A sign ("-5.00") or an exponent ("1e5") is a problem, not dropped.
+of up to three digits, dates and years not printed right beside another number are page text ("1-2 Tage",
+"€24,99 - 180g", "€12.99 · LP · 2024"); two amounts with a currency, a range (a hyphen or "to" between two
+amounts that both may be prices: "12.99 - 19.99"), was/now, a multi-buy ("2 for £10", "3 x 12,99 €") or
+any other second amount is :class:`SeveralPrices`, never a pick. A sign ("-5.00") or an exponent ("1e5")
+is a problem, not dropped.
 
 The currency is settled first (an explicit currency field, then the symbol printed beside the amount,
-then the profile's default), because the decimal separator is a property of how a shop writes *that*
+then the profile's default; an ISO code beside a symbol several currencies share decides: "$24.99 CAD",
+"249 kr SEK"; one that is not the symbol's is a problem; a symbol glued to a word is still the symbol:
+"Sale price€19,99"), because the decimal separator is a property of how a shop writes *that*
 currency. A printed symbol recordhound cannot name ("DM", "₿"; "kr" when the default is not SEK, NOK,
 DKK or ISK; :mod:`recordhound.currencies`) is :class:`UnknownCurrency`, not the default. The separator
 comes from the profile's rule for the currency, or is detected when the text says it unambiguously;
@@ -30,7 +34,7 @@ from price_parser import Price
 
 from recordhound.currencies import SYMBOLS as SYMBOLS  # re-exported: the table a profile extends
 from recordhound.currencies import currency_code as currency_code
-from recordhound.currencies import is_currency, named, shared_by
+from recordhound.currencies import WORD_CODES, is_code, is_currency, named, printed_currencies, shared_by
 from recordhound.exceptions import FieldError
 
 def _range(low: str, high: str) -> tuple[Decimal, Decimal]:
@@ -56,7 +60,7 @@ _MARKS = str.maketrans({"\u066b": ".", "\u066c": ",", "\u2019": "'", "\u2212": "
 # One amount as printed: digits grouped by ".", ",", "'" or a space before three digits, maybe an exponent.
 _AMOUNT = re.compile(r"\d+(?:(?:[.,']| (?=\d{3}(?!\d)))\d+)*(?P<exponent>[eE][+-]?\d+)?")
 _WORD_BEFORE = re.compile(r"([^\s\d/()\[\]{};:!?*+|]*)(\s*)$")  # "(€12" and "12 €/LP": the word is "€"
-_WORD_AFTER = re.compile(r"\s*([^\s\d/()\[\]{};:!?*+|]*)")
+_WORD_AFTER = re.compile(r"\s*[(\[]?([^\s\d/()\[\]{};:!?*+|]*)")  # "12 $ (CAD)": the word is "CAD"
 _PUNCTUATION = "()[]{}:;,!?/*+|\"'-–"
 MAX_COUNT_DIGITS = 3  # '12" Vinyl', "2LP", "180g": a bare number beside the price is a count, not a price
 WAS_WORDS = frozenset({"was", "statt", "instead", "before", "uvp", "rrp", "msrp", "vorher", "antes", "avant",
@@ -119,6 +123,7 @@ class _Amount:
     before: str
     after: str
     glued: bool  # nothing between ``before`` and the digits
+    after_next: str  # the word after ``after``: "249 kr SEK", "24.99 $ CAD"
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ def parse_price(
     mapping = symbols or {}
     amount, printed = _the_amount(reading, shown, mapping, default_currency)
     code = currency_code(currency_text, mapping, default_currency) or _printed_currency(
-        printed or reading.found, shown, mapping, default_currency) or default_currency
+        printed or ((reading.found,) if reading.found else ()), shown, mapping, default_currency) or default_currency
     if not code:
         raise FieldError(f"no currency in price text {shown!r} and no default_currency")
     rule = rule_for(code)
@@ -184,8 +189,10 @@ def _reading(shown: str, currency_text: str | None) -> _Reading:
             raise FieldError(f"price text {shown!r} is a number in exponent notation, not a price")
         before = _WORD_BEFORE.search(text, max(0, match.start() - WORD_CHARS), match.start())
         after = _WORD_AFTER.match(text, match.end())
+        after_next = _WORD_AFTER.match(text, after.end()) if after else None
         amounts.append(_Amount(match.group(), match.start(), match.end(), before.group(1) if before else "",
-                               after.group(1) if after else "", not (before and before.group(2))))
+                               after.group(1) if after else "", not (before and before.group(2)),
+                               after_next.group(1) if after_next else ""))
     return _Reading(text, tuple(amounts), Price.fromstring(text, currency_hint=currency_text).currency)
 
 
@@ -206,57 +213,109 @@ def _plain(shown: str) -> str:
 
 
 def _the_amount(reading: _Reading, shown: str, symbols: dict[str, str],
-                default: str | None) -> tuple[_Amount, str | None]:
-    """The one price in the text and the currency printed beside it: its only amount, or the only one
-    with a currency beside counts."""
+                default: str | None) -> tuple[_Amount, tuple[str, ...]]:
+    """The one price in the text and the currencies printed beside it: its only amount, or the only one
+    that is a price beside counts, years, dates and numbers of a unit ("2LP", "180g", "2-3 Tage")."""
     amounts = reading.amounts
     if not amounts:
         raise FieldError(f"no amount in price text {shown!r}")
     markers = _markers(reading, symbols, default)
-    marked = [a for a, marker in zip(amounts, markers) if marker]
-    why = _several(reading, marked, symbols, default) if len(amounts) > 1 else None
-    if why:
+    amount, why = (amounts[0], None) if len(amounts) == 1 else _several(reading, markers, symbols, default)
+    if why or amount is None:
         raise SeveralPrices(
             f"price text {_short(shown)!r} holds several prices ({why}); none is taken: select the element "
             "that shows the one price to pay")
-    amount = marked[0] if len(amounts) > 1 else amounts[0]
     rest = _clean(amount.before.replace("-", ""))  # "-5", "€-5", "-€5" are negative, "LP-12,99 €" is not
     if amount.glued and "-" in amount.before and (not rest or is_currency(rest, symbols, default)):
         raise FieldError(f"price text {shown!r} is negative: a price to pay is not")
     return amount, markers[amounts.index(amount)]
 
 
-def _several(reading: _Reading, marked: list[_Amount], symbols: dict[str, str], default: str | None) -> str | None:
-    """Why the amounts are several prices; None when all but the one with a currency are counts."""
+def _several(reading: _Reading, markers: list[tuple[str, ...]], symbols: dict[str, str],
+             default: str | None) -> tuple[_Amount | None, str | None]:
+    """The one price among the amounts, or why they are several prices."""
     amounts = reading.amounts
     if WAS_WORDS.intersection(re.findall(r"[^\W\d_]+", reading.text.lower())):
-        return "was and now"
-    if any(_clean(a.before).lower() in MULTI_BUY_WORDS or _clean(a.after).lower() in MULTI_BUY_WORDS
-           for a in amounts):
-        return "a multi-buy"
-    for first, second in zip(amounts, amounts[1:]):
-        between = "".join(" " if unicodedata.category(ch) == "Sc" else ch
-                          for ch in reading.text[first.end:second.start]).split()
-        if " ".join(w for w in between if not is_currency(w, symbols, default)).lower() in RANGE_WORDS:
-            return "a range"
-    if len(marked) != 1:
-        return f"{len(amounts)} amounts, {len(marked)} of them with a currency"
-    if any(a is not marked[0] and not (a.digits.isdigit() and len(a.digits) <= MAX_COUNT_DIGITS) for a in amounts):
-        return f"{len(amounts)} amounts"
-    return None
+        return None, "was and now"
+    marked = [a for a, marker in zip(amounts, markers) if marker]
+    for (first, first_marker), (second, second_marker) in zip(zip(amounts, markers), zip(amounts[1:], markers[1:])):
+        between = " ".join(w for w in "".join(
+            " " if unicodedata.category(ch) == "Sc" else ch for ch in reading.text[first.end:second.start]).split()
+            if not is_currency(w, symbols, default)).lower()
+        # "3 x 12,99 €", "2 for £10", "£10 for 2": a count beside a price; "2x12\"" is a format
+        if between in MULTI_BUY_WORDS and any(m or _has_cents(a) for a, m in ((first, first_marker),
+                                                                               (second, second_marker))):
+            return None, "a multi-buy"
+        # "12.99 - 19.99", "12 - 19 €"; not "19,99 € - 1 Stk", "1-2 days", "€24,99 - 180g", "2016 - €24,99"
+        if between in RANGE_WORDS and all(_may_be_price(a, m, symbols, default) for a, m in ((first, first_marker),
+                                                                                              (second, second_marker))):
+            return None, "a range"
+    if len(marked) > 1:
+        return None, f"{len(amounts)} amounts, {len(marked)} of them with a currency"
+    candidates = marked or [a for a in amounts if _has_cents(a)]  # "19.99 (1)" with the default currency
+    if len(candidates) != 1:
+        return None, f"{len(amounts)} amounts, {len(marked)} of them with a currency"
+    price = candidates[0]
+    for index, amount in enumerate(amounts):
+        if amount is not price and not _not_a_price(reading, index):
+            return None, f"{len(amounts)} amounts"
+    return price, None
 
 
-def _markers(reading: _Reading, symbols: dict[str, str], default: str | None) -> list[str | None]:
-    """Per amount, the currency symbol or code printed right before or after it. A symbol between two
-    amounts is the first one's, unless that one has its own before it: "24,99 € 2LP", "€20 €15"."""
-    markers: list[str | None] = []
+def _has_cents(amount: _Amount) -> bool:
+    return re.search(r"[.,]\d{1,2}$", amount.digits) is not None
+
+
+def _may_be_price(amount: _Amount, marker: tuple[str, ...], symbols: dict[str, str], default: str | None) -> bool:
+    """An amount on one side of a hyphen or "to" that could be one end of a range: one with a currency or
+    cents, or a bare number that is not a year and not followed by a word ("1 Stk", "2 days", "180g")."""
+    if marker or _has_cents(amount):
+        return True
+    if not amount.digits.isdigit() or _YEAR.fullmatch(amount.digits):
+        return False
+    word = _clean(amount.after).lower()
+    return not word or word in RANGE_WORDS or word in MULTI_BUY_WORDS or is_currency(word, symbols, default)
+
+
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_DATE = re.compile(r"\d{1,2}\.\d{1,2}\.(?:19|20)\d\d")  # "(Stand: 01.12.2026)"
+
+
+def _not_a_price(reading: _Reading, index: int) -> bool:
+    """An amount beside the price that is page text: a count of up to three digits ("2LP", '12"', "180g"),
+    a date, or a year ("· 2024", "(2016)") not printed right beside another number ("Reissue 2024 24,99 €"
+    could be one number misprinted, so it stays a problem)."""
+    amount = reading.amounts[index]
+    if _DATE.fullmatch(amount.digits):
+        return True
+    if not amount.digits.isdigit():
+        return False
+    if len(amount.digits) <= MAX_COUNT_DIGITS:
+        return True
+    if not _YEAR.fullmatch(amount.digits):
+        return False
+    neighbours = reading.amounts[max(0, index - 1):index] + reading.amounts[index + 1:index + 2]
+    return not any(
+        all(ch.isspace() or unicodedata.category(ch) == "Sc"
+            for ch in reading.text[min(amount.end, other.end):max(amount.start, other.start)])
+        for other in neighbours)
+
+
+def _markers(reading: _Reading, symbols: dict[str, str], default: str | None) -> list[tuple[str, ...]]:
+    """Per amount, the currency symbols and codes printed right before or after it ("$24.99 CAD" both).
+    A symbol between two amounts is the first one's, unless that one has its own before it: "24,99 € 2LP",
+    "€20 €15"."""
+    markers: list[tuple[str, ...]] = []
     own_before = False
     for index, amount in enumerate(reading.amounts):
-        before, after = _clean(amount.before), _clean(amount.after)
+        before = printed_currencies(_clean(amount.before), symbols, default)
+        after = printed_currencies(_clean(amount.after), symbols, default)
+        if after:
+            after += printed_currencies(_clean(amount.after_next), symbols, default)
         previous = reading.amounts[index - 1] if index else None
         shared = previous is not None and reading.text[previous.end:amount.start].strip() == amount.before
-        own_before = is_currency(before, symbols, default) and (not shared or own_before)
-        markers.append(before if own_before else after if is_currency(after, symbols, default) else None)
+        own_before = bool(before) and (not shared or own_before)
+        markers.append((before if own_before else ()) + after)
     return markers
 
 
@@ -264,11 +323,32 @@ def _clean(word: str) -> str:
     return word.strip(_PUNCTUATION)
 
 
-def _printed_currency(printed: str | None, shown: str, symbols: dict[str, str], default: str | None) -> str | None:
-    """The code of the currency printed beside the amount (else found by price-parser); UnknownCurrency
-    when one is printed that recordhound cannot name."""
-    if not printed:
-        return None
+def _printed_currency(printed: tuple[str, ...], shown: str, symbols: dict[str, str],
+                      default: str | None) -> str | None:
+    """The code of the currency printed beside the amount; UnknownCurrency when one is printed that
+    recordhound cannot name, or two that disagree. An ISO code decides among the currencies of a symbol
+    they share: "$24.99 CAD", "249 kr SEK"; "€24.99 USD" is a problem."""
+    codes = [word for word in printed if is_code(word)]
+    signs = [word for word in printed if not is_code(word)]
+    if signs:
+        codes = [code for code in codes if code not in WORD_CODES]  # "€19.99 ALL INCLUSIVE": page text
+    if codes:
+        code = codes[0].upper()
+        disagree = [word for word in codes + signs
+                    if word.upper() != code and named(word, symbols, default) != code and code not in shared_by(word)]
+        if disagree:
+            raise UnknownCurrency(
+                f"price text {shown!r} prints {codes[0]!r} and {disagree[0]!r}, which name different currencies: "
+                f"map them in price.currency_symbols or select the element with the one price")
+        return code
+    found = [_one_currency(word, shown, symbols, default) for word in signs]
+    if len(set(found)) > 1:
+        raise UnknownCurrency(f"price text {shown!r} prints {signs[0]!r} and {signs[found.index(found[-1])]!r}, "
+                              f"which name different currencies")
+    return found[0] if found else None
+
+
+def _one_currency(printed: str, shown: str, symbols: dict[str, str], default: str | None) -> str:
     code = named(printed, symbols, default)
     if code:
         return code
@@ -288,14 +368,16 @@ def _short(text: str) -> str:
 
 def _structured(digits: str, shown: str, code: str, plausible: tuple[Decimal, Decimal]) -> Decimal:
     """A schema.org number ("." for decimals). Digits past the cent (a float's noise, a computed gross
-    price) are rounded to the cent, unless "1.299" could as well be 1299, or the number is a half cent."""
+    price) are rounded to the cent, unless "1.299" could as well be 1299, the three decimals are whole cents
+    ("1.000", "25.000": written like a thousands group, not like noise), or the number is a half cent."""
     number = Decimal(digits)
     cents = number.quantize(_CENT, ROUND_HALF_EVEN)
+    low, high = plausible
+    if "." in digits and len(digits.rsplit(".", 1)[1]) == 3 and (
+            cents == number or low <= Decimal(digits.replace(".", "")) <= high):
+        return _read(digits, ".", None, shown, code)  # raises: "1.000", "25.000" may be thousands
     if cents == number:
         return number
-    low, high = plausible
-    if len(digits.rsplit(".", 1)[1]) == 3 and low <= Decimal(digits.replace(".", "")) <= high:
-        return _read(digits, ".", None, shown, code)  # raises: it does not fit the separator
     if abs(number - cents) == _CENT / 2:
         raise AmbiguousPrice(f"price {digits} {code} (from {shown!r}) is exactly half a cent: how the shop "
                              f"rounds it is not guessed")

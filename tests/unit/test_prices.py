@@ -231,3 +231,92 @@ def test_a_structured_number_that_could_be_thousands_or_a_half_cent_is_not_round
         parse_price("19.985", currency_text="EUR", schema_number=True)  # how does the shop round?
     with pytest.raises(AmbiguousPrice):
         parse_price("€19.992")  # printed on the page, not a number from structured data
+
+
+@pytest.mark.parametrize(("text", "default", "currency"), [
+    ("$24.99 CAD", None, "CAD"), ("$24.99 (CAD)", None, "CAD"), ("24.99 $ CAD", None, "CAD"),
+    ("$ 24.99 CAD", "USD", "CAD"), ("$24.99 AUD", "USD", "AUD"), ("$24.99 NZD", "CAD", "NZD"),
+    ("$24.99 USD", "CAD", "USD"), ("CAD 24.99 $", None, "CAD"),
+    ("249 kr SEK", None, "SEK"), ("kr 249 NOK", None, "NOK"), ("249 kr NOK", "SEK", "NOK"), ("¥3300 CNY", None, "CNY"),
+    ("24,99 € EUR", "USD", "EUR"), ("$19.99USD", "CAD", "USD"), ("€19.99 ALL INCLUSIVE", None, "EUR"),
+])
+def test_an_iso_code_beside_the_amount_decides_among_the_currencies_of_its_symbol(
+        text: str, default: str | None, currency: str) -> None:
+    assert parse_price(text, default_currency=default).currency == currency
+
+
+@pytest.mark.parametrize("text", ["€24.99 USD", "£19.99 EUR", "$24.99 SEK", "EUR 12 USD"])
+def test_a_code_that_is_not_one_of_the_symbols_currencies_is_a_problem(text: str) -> None:
+    with pytest.raises(UnknownCurrency, match="different currencies"):
+        parse_price(text, default_currency="EUR")
+
+
+@pytest.mark.parametrize(("text", "amount", "currency"), [
+    ("Sale price€19,99", "19.99", "EUR"),
+    ("Sale\u00a0price€19,99", "19.99", "EUR"),
+    ("Regular price£19.99", "19.99", "GBP"),
+    ("Prezzo€19,99", "19.99", "EUR"),
+    ("19,99 €inkl. MwSt.", "19.99", "EUR"),
+    ("19,99€inkl. MwSt.", "19.99", "EUR"),
+    ("19,99 €¹", "19.99", "EUR"),
+    ("19,99 €²", "19.99", "EUR"),
+    ("CAD$19.99", "19.99", "CAD"),
+    ("Sale price$24.99 CAD", "24.99", "CAD"),
+])
+def test_a_currency_symbol_glued_to_a_word_is_still_the_symbol(text: str, amount: str, currency: str) -> None:
+    assert parse_price(text) == Money(Decimal(amount), currency)
+
+
+def test_an_unknown_prefix_glued_to_a_symbol_is_not_the_plain_symbol() -> None:
+    with pytest.raises(UnknownCurrency, match="'XY\\$'"):
+        parse_price("XY$ 12")
+
+
+@pytest.mark.parametrize(("text", "amount", "currency"), [
+    ("19,99 € - 1 Stk", "19.99", "EUR"),
+    ("19,99 € - 1 Stück", "19.99", "EUR"),
+    ("$19.99 Ships in 1-2 days", "19.99", "USD"),
+    ("19,99 € 1-2 Werktage", "19.99", "EUR"),
+    ("19,99 €\n2-3 Tage", "19.99", "EUR"),
+    ("Lieferzeit 2-3 Tage 19,99 €", "19.99", "EUR"),
+    ("€12.99 · Vinyl LP · 2024", "12.99", "EUR"),  # a 4-digit year is not a price
+    ("€12.99 - LP - 2024", "12.99", "EUR"),
+    ("Vinyl LP (2024) 12,99 €", "12.99", "EUR"),
+    ("Remastered 2016 - €24,99", "24.99", "EUR"),
+    ("€24,99 - 180g", "24.99", "EUR"),  # a number glued to a unit is not a price
+    ("LP (180g) €24,99", "24.99", "EUR"),
+    ('24,99 EUR (Gatefold, 2x12")', "24.99", "EUR"),  # a format, not a multi-buy
+    ("€19,99 (2 x LP)", "19.99", "EUR"),
+    ("Preis: 24,99 € (Stand: 01.12.2026)", "24.99", "EUR"),  # a date is not a price
+    ("19.99 (1)", "19.99", "USD"),
+])
+def test_page_text_beside_one_price_is_not_a_second_price(text: str, amount: str, currency: str) -> None:
+    assert parse_price(text, default_currency="USD") == Money(Decimal(amount), currency)
+
+
+@pytest.mark.parametrize("text", [
+    "12 - 19 €",  # a hyphen between two amounts that both look like prices is a range
+    "12.99 to 19.99",
+    "£10 for 2",
+    "Reissue 2024 24,99 €",  # a year right beside the price could be one misprinted number
+    "$19.99 · 4.5 stars",  # an amount with cents could be a price
+    "€24.99 / £21.99",
+    "£19.99 exc. VAT £23.99 inc. VAT",
+])
+def test_amounts_that_look_like_prices_are_still_several(text: str) -> None:
+    with pytest.raises(SeveralPrices):
+        parse_price(text, default_currency="EUR")
+
+
+@pytest.mark.parametrize(("text", "amount", "currency"), [
+    ("€50,85", "50.85", "EUR"), ("57.54 EUR", "57.54", "EUR"), ("5 022,00 ₽", "5022.00", "RUB"),
+    ("$50.26", "50.26", "USD"), ("14,82 €", "14.82", "EUR"),
+])
+def test_the_demo_shops_prices_read_as_before(text: str, amount: str, currency: str) -> None:
+    assert parse_price(text) == Money(Decimal(amount), currency)
+
+
+@pytest.mark.parametrize("number", ["1.000", "25.000", "19.990"])
+def test_a_structured_number_with_three_decimals_of_whole_cents_may_be_thousands(number: str) -> None:
+    with pytest.raises(ImplausiblePrice, match="does not fit the decimal separator '.'"):
+        parse_price(number, default_currency="EUR", schema_number=True)
