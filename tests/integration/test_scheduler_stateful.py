@@ -12,6 +12,16 @@ the store's leases of this node are exactly those in the lease book or waiting i
 buffer, a handed-out request stays held through a pause, and a tick during a pause gives back
 every request not yet started. At the end the crawl is drained: every URL found has exactly one
 outcome, nothing is queued or leased, and no give-back counted an attempt.
+
+Some pages are products, kept on a recrawl schedule once fetched (a profile's ``recrawl:``): each
+fetch of one (its first, or a recheck once it is due again) is answered 304 Not Modified, 200 with
+the body it had, or 200 with a new body (its item stored before the ack), goes unanswered in every
+try (the shop down: it keeps its schedule and validators, counted in ``recheck_unanswered``, never a
+dead letter), fails for good, or redirects. The schedule is due at once or in an hour (never in a
+run), as the rules set it: what the store hands out never depends on the wall clock. The model says
+which products may be fetched (never one scheduled an hour out, nor a dead letter), which
+validators and redirect chain each fetch carries, what the recheck stats count, and (after each
+write) how many entries are dead letters and scheduled.
 """
 
 from __future__ import annotations
@@ -22,8 +32,10 @@ import sqlite3
 import tempfile
 import threading
 import time
-from dataclasses import replace
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -32,6 +44,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 from scrapy import Request, Spider
+from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from twisted.internet.task import Clock
 
@@ -44,12 +57,13 @@ from recordhound.frontier import upkeep as upkeep_module
 from recordhound.frontier.backend import LEASED, QUEUED, Entry, FrontierBackend
 from recordhound.frontier.factory import make_backend
 from recordhound.frontier.politeness import holder_of
-from recordhound.frontier.registry import FRONTIER_ID, STAT
+from recordhound.frontier.registry import FRONTIER_ID, KIND_META, STAT
 from recordhound.frontier.retry import TAKEN_BACK, Problem
 from recordhound.frontier.scheduler import FrontierScheduler
 from recordhound.frontier.suspects import FRESH_RESCAN_SECONDS
 from recordhound.frontier.upkeep import EXTRA_LEASE_SECONDS
 from recordhound.pause import pauses
+from recordhound.sources.profile import RecrawlSpec
 from tests.faultproxy import FaultProxy
 from tests.services import redis_url, unique_prefix
 
@@ -64,6 +78,33 @@ ATTEMPTS = 2  # RECORDHOUND_RETRY_MAX_ATTEMPTS here: a page failing transiently 
 RETRY_SECONDS = RETRY_CAP_SECONDS = 1e-6
 DRAIN_SECONDS = 30.0
 POLITE_CONCURRENCY = 2  # requests in flight per host (every URL here is on one or two hosts)
+KIND = "product"  # the link kind the recrawl schedule names
+PRODUCTS = [f"https://shop.test/r/{i}" for i in range(4)]  # found with KIND: kept on the schedule once fetched
+PRODUCT_MOVED = [f"https://shop.test/r/moved/{i}" for i in range(2)]  # where a product redirects (its kind copied)
+SELF = "self"  # a product redirecting to its own URL
+LATER = 3600.0  # a recheck this far off never comes due in a run (0.0: due at once)
+NOT_MODIFIED = -1  # what a fetch answered: a 304, else the version of the body a 200 carried
+RECHECK_STATS = ("first_fetched", "rechecked", "changed", "unchanged", "recheck_unanswered")
+
+
+@dataclass
+class Product:
+    """What the store must hold of one product (the model of a page on the recrawl schedule)."""
+
+    status: str = "to_fetch"  # to_fetch (queued, waiting a retry, or due) | leased | later (scheduled) | failed
+    chain: list[str] = field(default_factory=list)  # the redirect chain it was queued with (its first fetch's)
+    rechecked: bool = False  # fetched and kept on the schedule once: its fetches are rechecks, with its state
+    version: int = 0  # of the body the shop serves now
+    fp: int | None = None  # the body version its state keeps (None: no 200 recorded yet)
+    etag: str | None = None  # the validator its state keeps (sent as If-None-Match)
+
+
+def _body(url: str, version: int) -> bytes:
+    return f"<html>{url} v{version}</html>".encode()
+
+
+def _etag(url: str, version: int) -> str:
+    return f'"{url.rsplit("/", 1)[1]}-v{version}"'
 
 
 class PauseSpider(Spider):
@@ -72,6 +113,8 @@ class PauseSpider(Spider):
 
 class SchedulerMachine(RuleBasedStateMachine):
     """A scheduler on a SQLite file of its own (RedisSchedulerMachine: on the shared Redis)."""
+
+    RECHECKS = True  # products are found (kept on the recrawl schedule once fetched)
 
     def __init__(self) -> None:
         super().__init__()
@@ -86,6 +129,11 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.given_back_on_tick = False  # a tick ran since the pause began
         self.restarts = 0
         self.kills = 0
+        self.products: dict[str, Product] = {}  # URL -> the model of a page on the recrawl schedule
+        self.requests: dict[int, Request] = {}  # frontier id -> the request handed out (responses, redirects)
+        self.answered: dict[int, int] = {}  # frontier id -> what its fetch answered (NOT_MODIFIED or a body version)
+        self.due_in = LATER  # a product's next fetch, from the outcome of this one
+        self.expected: Counter[str] = Counter()  # the recheck stats this process must count
         self.scheduler = self._open()
 
     def store_settings(self) -> dict[str, Any]:
@@ -102,8 +150,11 @@ class SchedulerMachine(RuleBasedStateMachine):
         crawler.spider = crawler._create_spider()
         crawler.engine = crawler._create_engine()  # Scrapy's engine, not started: pause() and paused are its own
         scheduler = FrontierScheduler.from_crawler(crawler)
-        scheduler.opening.join(scheduler.opening.prepare(crawler.spider))
+        crawl = scheduler.opening.prepare(crawler.spider)
+        scheduler.policy = replace(scheduler.policy, recrawl=self._recrawl())  # the profile's `recrawl:`
+        scheduler.opening.join(crawl)
         scheduler.phase = "open"  # no tick loop or renewer: the rules run the tick
+        self.expected = Counter()  # a new process: its stats start at 0
         self.clock = scheduler.engine_signals.clock = Clock()  # the reactor is not running: the rules move time
         if self.paused:
             pauses(crawler).hold(REASON)
@@ -113,13 +164,87 @@ class SchedulerMachine(RuleBasedStateMachine):
     def crawler(self) -> Any:
         return self.scheduler.crawler
 
+    def _recrawl(self) -> RecrawlSpec:
+        return RecrawlSpec(MappingProxyType({KIND: self.due_in}))
+
+    def _schedule(self, due_in: float) -> None:
+        self.due_in = due_in
+        self.scheduler.policy = replace(self.scheduler.policy, recrawl=self._recrawl())
+
+    def _in_flight(self, products: bool | None = None, rechecks: bool = False) -> list[int]:
+        """Pages handed out, no outcome yet (``products``: only products, or only the others;
+        ``rechecks``: only products fetched and scheduled before)."""
+        ids = sorted(self.handed)
+        if products is not None:
+            ids = [i for i in ids if (self.handed[i] in self.products) == products]
+        if rechecks:
+            ids = [i for i in ids if (p := self.products.get(self.handed[i])) is not None and p.rechecked]
+        return ids
+
+    # ---- the model's outcomes --------------------------------------------------------------
+    def _handed_out(self, request: Request) -> None:
+        """A product is fetched only while it is to be fetched (never while scheduled an hour out, nor a dead
+        letter): nothing is fetched twice within one due period. A recheck is a conditional request with its
+        own state's validators, and a fetch of its own (no redirect chain); a first fetch keeps its chain."""
+        self.requests[request.meta[FRONTIER_ID]] = request
+        if (product := self.products.get(request.url)) is None:
+            return
+        assert product.status == "to_fetch", f"{request.url} handed out while {product.status}"
+        assert request.headers.get("If-None-Match") == (product.etag.encode() if product.etag else None), \
+            (request.url, request.headers.get("If-None-Match"), product)
+        assert request.meta.get("redirect_urls", []) == ([] if product.rechecked else product.chain), \
+            (request.url, request.meta.get("redirect_urls"), product)
+        product.status = "leased"
+
+    def _acked(self, frontier_id: int, url: str) -> None:
+        """Acked: a product is kept on its schedule (its state: what its fetch answered), the rest done."""
+        answer = self.answered.pop(frontier_id, None)
+        if (product := self.products.get(url)) is None:
+            self.done.append(url)
+            return
+        self.expected["rechecked" if product.rechecked else "first_fetched"] += 1
+        if product.rechecked and answer == NOT_MODIFIED:
+            self.expected["unchanged"] += 1
+        elif product.rechecked and answer is not None and product.fp is not None:
+            self.expected["changed" if answer != product.fp else "unchanged"] += 1
+        if answer is not None and answer != NOT_MODIFIED:
+            product.fp, product.etag = answer, _etag(url, answer)
+        product.rechecked = True
+        self._kept_on_schedule(url, product)
+
+    def _kept_on_schedule(self, url: str, product: Product) -> None:
+        product.status = "later" if self.due_in else "to_fetch"
+        self.tries.pop(url, None)  # each recheck cycle starts its tries again
+
+    def _dead(self, frontier_id: int, url: str) -> None:
+        self.answered.pop(frontier_id, None)
+        if (product := self.products.get(url)) is None:
+            self.failed.append(url)
+        else:
+            product.status = "failed"
+
+    def _back_in_queue(self, frontier_id: int, url: str) -> None:
+        """A retry waiting its backoff, or a lease given back or lost: fetched again, with the same state."""
+        self.answered.pop(frontier_id, None)
+        if (product := self.products.get(url)) is not None:
+            product.status = "to_fetch"
+
+    def _found_product(self, url: str, chain: list[str]) -> None:
+        if url not in self.found:
+            self.found.add(url)
+            self.products[url] = Product(chain=chain)
+
     # ---- rules ----------------------------------------------------------------------------
-    @initialize(picked=st.lists(st.sampled_from(URLS), max_size=4))
-    def start_requests(self, picked: list[str]) -> None:
+    @initialize(picked=st.lists(st.sampled_from(URLS), max_size=4),
+                products=st.lists(st.sampled_from(PRODUCTS), max_size=2), due_in=st.sampled_from([0.0, LATER]))
+    def start_requests(self, picked: list[str], products: list[str], due_in: float) -> None:
         assert self.scheduler.claim_start() == "claimed"
         for url in picked:
             self.scheduler.enqueue_request(Request(url))
             self.found.add(url)
+        if self.RECHECKS:
+            self._schedule(due_in)
+            self._enqueue_products(products)
         self.scheduler.start_finished()
 
     @rule(picked=st.lists(st.sampled_from(URLS), min_size=1, max_size=5))
@@ -139,6 +264,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         frontier_id = request.meta[FRONTIER_ID]
         assert frontier_id not in self.handed, "a request handed out twice"
         assert request.url not in self.done + self.failed, f"{request.url} handed out after its outcome"
+        self._handed_out(request)
         self.handed[frontier_id] = request.url
 
     @precondition(lambda self: self.handed)
@@ -150,10 +276,10 @@ class SchedulerMachine(RuleBasedStateMachine):
         if ok:
             outcomes.response_received(frontier_id)
             outcomes.output_finished(frontier_id)
-            self.done.append(url)
+            self._acked(frontier_id, url)
         else:
-            outcomes.failed(frontier_id, "http_404")
-            self.failed.append(url)
+            outcomes.failed(frontier_id, "http_404")  # a recheck too: the page is gone
+            self._dead(frontier_id, url)
 
     @precondition(lambda self: self.handed)
     @rule(data=st.data(), how=st.sampled_from(["download_error", "error_response"]))
@@ -161,7 +287,16 @@ class SchedulerMachine(RuleBasedStateMachine):
         """A refused connection (the errback alone) or an HTTP 503 (the errback, then the output pass):
         the request goes back to the store with its backoff as a not-before time, one attempt counted;
         at its last attempt it is a dead letter. A give-back, a lease taken back or a kill counts none."""
-        frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
+        self._fails_transiently(data.draw(st.sampled_from(sorted(self.handed)), label="page"), how)
+
+    @precondition(lambda self: self._in_flight(rechecks=True))
+    @rule(data=st.data(), how=st.sampled_from(["download_error", "error_response"]))
+    def recheck_goes_unanswered(self, data: st.DataObject, how: str) -> None:
+        """The shop is down while a product is rechecked: one of its tries fails transiently. Unanswered in
+        every try, the recheck keeps its schedule and validators (recheck_unanswered), never a dead letter."""
+        self._fails_transiently(data.draw(st.sampled_from(self._in_flight(rechecks=True)), label="page"), how)
+
+    def _fails_transiently(self, frontier_id: int, how: str) -> None:
         url = self.handed.pop(frontier_id)
         s = self.scheduler
         if how == "error_response":
@@ -173,10 +308,16 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.tries[url] = self.tries.get(url, 0) + 1
         if self.tries[url] == ATTEMPTS:
             assert retry_in is None, f"{url} retried after {ATTEMPTS} attempts"
-            self.failed.append(url)
+            if (product := self.products.get(url)) is not None and product.rechecked:
+                self.answered.pop(frontier_id, None)
+                self.expected["recheck_unanswered"] += 1
+                self._kept_on_schedule(url, product)  # its state kept: the same validators next time
+            else:
+                self._dead(frontier_id, url)
         else:
             assert isinstance(retry_in, float) and 0 < retry_in <= RETRY_CAP_SECONDS, \
                 f"{url} after {self.tries[url]} attempts: {retry_in!r}"
+            self._back_in_queue(frontier_id, url)
 
     @precondition(lambda self: self.handed)
     @rule(data=st.data())
@@ -195,13 +336,68 @@ class SchedulerMachine(RuleBasedStateMachine):
     def item_stored(self, data: st.DataObject) -> None:
         frontier_id = data.draw(st.sampled_from(sorted(self.storing)), label="page")
         self.scheduler.outcomes.item_settled(frontier_id)
-        self.done.append(self.storing.pop(frontier_id))
+        self._acked(frontier_id, self.storing.pop(frontier_id))
 
-    @precondition(lambda self: self.handed)
+    @precondition(lambda self: self._in_flight(products=True))
+    @rule(data=st.data(), answer=st.sampled_from(["not_modified", "same", "new"]))
+    def shop_answers(self, data: st.DataObject, answer: str) -> None:
+        """A product's fetch is answered: 304 Not Modified (only to a conditional request: nothing changes,
+        kept on its schedule), 200 with the body it had, or 200 with a new body (its item goes to the
+        product store; the page is acked once the item is stored)."""
+        self._answer(data.draw(st.sampled_from(self._in_flight(products=True)), label="page"), answer)
+
+    def _answer(self, frontier_id: int, answer: str) -> None:
+        url = self.handed.pop(frontier_id)
+        request, product, s = self.requests[frontier_id], self.products[url], self.scheduler
+        if answer == "not_modified" and product.etag is None:
+            answer = "same"  # no validator sent: the shop answers 200
+        if answer == "new":
+            product.version += 1
+        if answer == "not_modified":
+            assert product.etag is not None
+            response = HtmlResponse(url, status=304, headers={"ETag": product.etag}, request=request)
+            self.answered[frontier_id] = NOT_MODIFIED
+        else:
+            response = HtmlResponse(url, body=_body(url, product.version),
+                                    headers={"ETag": _etag(url, product.version)}, request=request)
+            self.answered[frontier_id] = product.version
+        s.engine_signals._response_received(response, request)
+        if answer == "new":
+            s.outcomes.item_yielded(frontier_id)
+            s.outcomes.output_finished(frontier_id)
+            self.storing[frontier_id] = url
+        else:
+            s.outcomes.output_finished(frontier_id)
+            self._acked(frontier_id, url)
+
+    @precondition(lambda self: self._in_flight(products=True))
+    @rule(data=st.data(), to=st.sampled_from([SELF, *PRODUCT_MOVED, PRODUCTS[0], OFFSITE]))
+    def product_redirects(self, data: st.DataObject, to: str) -> None:
+        """A product's fetch (its first, or a recheck) redirects. Scrapy's RedirectMiddleware copies the meta
+        (its kind: the new URL is a product too) and the headers (a recheck's validators, which name the old
+        page) and extends the chain. A hop back into the chain is a loop (a recheck's chain starts at its own
+        URL: a shop that undid a move is followed), off-site is dropped: dead letters. Otherwise the page is
+        kept on its schedule and the new URL queued, unless seen."""
+        self._product_redirects(data.draw(st.sampled_from(self._in_flight(products=True)), label="page"), to)
+
+    def _product_redirects(self, frontier_id: int, to: str) -> None:
+        url = self.handed.pop(frontier_id)
+        request = self.requests[frontier_id]
+        to = url if to == SELF else to
+        chain = [*request.meta.get("redirect_urls", []), url]
+        if to == OFFSITE or to in chain:
+            self._dead(frontier_id, url)
+        else:  # before the engine's next ask, which may be handed either (due at once)
+            self._acked(frontier_id, url)
+            self._found_product(to, chain)
+        self._engine_schedules(request.replace(url=to, meta={**request.meta, "redirect_urls": chain,
+                                                             "redirect_times": len(chain)}))
+
+    @precondition(lambda self: self._in_flight(products=False))
     @rule(data=st.data(), to=st.sampled_from(MOVED))
     def page_redirects(self, data: st.DataObject, to: str) -> None:
         """Scrapy's RedirectMiddleware queues the new URL in the page's place (its meta copied)."""
-        frontier_id = data.draw(st.sampled_from(sorted(self.handed)), label="page")
+        frontier_id = data.draw(st.sampled_from(self._in_flight(products=False)), label="page")
         url = self.handed.pop(frontier_id)
         self._engine_schedules(_redirect(url, to, frontier_id))
         if to in (url, OFFSITE):
@@ -227,6 +423,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert s.backend.release([held.lease]) == 1
         s.upkeep.resync()
         assert frontier_id not in s.book
+        self._back_in_queue(frontier_id, url)
         if then == "redirects":
             self._engine_schedules(_redirect(url, to, frontier_id))
         elif then == "download_error":  # the errback, and nothing after it
@@ -276,6 +473,33 @@ class SchedulerMachine(RuleBasedStateMachine):
     @rule()
     def flush(self) -> None:
         assert self.scheduler.flush_safely()
+        self._store_agrees()
+
+    def _store_agrees(self) -> None:
+        """Every outcome decided is written now: the store's dead letters and rechecks scheduled an hour
+        out are the model's (an unanswered recheck is no dead letter; a recheck due at once is not scheduled)."""
+        assert self.scheduler.backend is not None
+        counts = self.scheduler.backend.counts()
+        statuses = Counter(product.status for product in self.products.values())
+        assert (counts.failed, counts.scheduled) == (len(self.failed) + statuses["failed"], statuses["later"]), \
+            (counts, statuses)
+
+    @precondition(lambda self: self.RECHECKS)
+    @rule(due_in=st.sampled_from([0.0, LATER]))
+    def recrawl_interval_is(self, due_in: float) -> None:
+        """The schedule a product is kept on from its next outcome: due again at once (the next lease may
+        take it) or in an hour (it must not be fetched again in this run)."""
+        self._schedule(due_in)
+
+    @precondition(lambda self: self.RECHECKS)
+    @rule(picked=st.lists(st.sampled_from(PRODUCTS), min_size=1, max_size=3))
+    def find_products(self, picked: list[str]) -> None:
+        self._enqueue_products(picked)
+
+    def _enqueue_products(self, picked: list[str]) -> None:
+        for url in picked:
+            self.scheduler.enqueue_request(Request(url, meta={KIND_META: KIND}, priority=1))  # leased first
+            self._found_product(url, [])
 
     @precondition(lambda self: self.restarts < 2)
     @rule()
@@ -296,6 +520,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         handed out one at a time."""
         s = self.scheduler
         assert s.flush_safely()
+        for frontier_id, url in [*self.handed.items(), *self.storing.items()]:
+            self._back_in_queue(frontier_id, url)
         self.handed.clear()  # fetched again: each gets its one outcome then
         self.storing.clear()
         assert s.backend is not None
@@ -311,10 +537,10 @@ class SchedulerMachine(RuleBasedStateMachine):
         for frontier_id in sorted(self.handed):
             outcomes.response_received(frontier_id)
             outcomes.output_finished(frontier_id)
-            self.done.append(self.handed.pop(frontier_id))
+            self._acked(frontier_id, self.handed.pop(frontier_id))
         for frontier_id in sorted(self.storing):
             outcomes.item_settled(frontier_id)
-            self.done.append(self.storing.pop(frontier_id))
+            self._acked(frontier_id, self.storing.pop(frontier_id))
 
     # ---- invariants -----------------------------------------------------------------------
     @invariant()
@@ -349,11 +575,19 @@ class SchedulerMachine(RuleBasedStateMachine):
         if self.paused and self.given_back_on_tick:
             assert not self.scheduler.book.in_hand
 
+    @invariant()
+    def the_recheck_stats_count_what_the_model_says(self) -> None:
+        stats = self.crawler.stats
+        assert {name: stats.get_value(STAT + name, 0) for name in RECHECK_STATS} == \
+            {name: self.expected[name] for name in RECHECK_STATS}
+
     # ---- the end ----------------------------------------------------------------------------
     def teardown(self) -> None:
         s = self.scheduler
         closed = False
         try:
+            if self.due_in != LATER and s.policy.recrawl == self._recrawl():  # (a test may have set its own)
+                self._schedule(LATER)  # the rechecks due at once are fetched once more, then the crawl ends
             self._drain()
             assert s.close("finished") is None
             closed = True
@@ -382,20 +616,25 @@ class SchedulerMachine(RuleBasedStateMachine):
         while time.monotonic() < deadline:
             request = s.next_request()
             if request is not None:
+                self._handed_out(request)
                 s.outcomes.response_received(request.meta[FRONTIER_ID])
                 s.outcomes.output_finished(request.meta[FRONTIER_ID])
-                self.done.append(request.url)
+                self._acked(request.meta[FRONTIER_ID], request.url)
                 continue
             assert s.flush_safely()
             counts = s.backend.counts()
-            if (counts.queued, counts.leased_total) == (0, 0):
+            if (counts.to_fetch, counts.leased_total) == (0, 0):
                 break
             time.sleep(0.05)  # a host's slot (ClosingInAnOutageMachine)
         assert s.flush_safely()
         counts = s.backend.counts()
-        assert (counts.queued, counts.leased_total) == (0, 0), counts
-        assert sorted(self.done + self.failed) == sorted(self.found), "each URL found has one outcome"
-        assert (counts.done, counts.failed) == (len(self.done), len(self.failed)), counts
+        assert (counts.to_fetch, counts.leased_total) == (0, 0), counts
+        assert sorted(self.done + self.failed + list(self.products)) == sorted(self.found), \
+            "each URL found has one outcome"
+        statuses = Counter(product.status for product in self.products.values())
+        assert set(statuses) <= {"later", "failed"}, statuses  # a product is kept on its schedule or gone
+        assert (counts.done, counts.failed, counts.scheduled) == \
+            (len(self.done) + statuses["later"], len(self.failed) + statuses["failed"], statuses["later"]), counts
         assert s.backend.verify() == []
 
 def _killed_holding(m: SchedulerMachine, pages: int, handed: int) -> list[str]:
@@ -425,9 +664,65 @@ class RedisSchedulerMachine(SchedulerMachine):
         return {"RECORDHOUND_REDIS_URL": redis_url(), "RECORDHOUND_REDIS_PREFIX": self.prefix}
 
 
+class RecrawlMachine(SchedulerMachine):
+    """The same machine on a crawl of products (and the few start pages): with every rule on, a product's
+    fetch, its write, the schedule coming due and the next fetch seldom line up within one run's steps."""
+
+    def find(self, picked: list[str]) -> None:  # not a rule here: the pages found later are products
+        raise AssertionError("not a rule of RecrawlMachine")
+
+    @precondition(lambda self: not self.paused)
+    @rule(data=st.data(), answer=st.sampled_from(["not_modified", "same", "new", "down", "redirects"]))
+    def a_product_is_fetched(self, data: st.DataObject, answer: str) -> None:
+        """The tick writes what the buffer holds (a product due at once is due from then on), Scrapy's loop
+        asks until a product is handed out (or nothing more is), and the shop answers it, redirects it, or
+        is down: the fetch fails transiently in every try (each retry asked for again), unanswered."""
+        if not (products := self._in_flight(products=True)) and (found := self._ask_for(self.products)) is not None:
+            products = [found]
+        if not products:
+            return
+        frontier_id = data.draw(st.sampled_from(products), label="page")
+        if answer == "redirects":
+            self._product_redirects(frontier_id, data.draw(st.sampled_from([SELF, *PRODUCT_MOVED, PRODUCTS[0], OFFSITE])))
+        elif answer != "down":
+            self._answer(frontier_id, answer)
+        else:
+            url, tries = self.handed[frontier_id], ATTEMPTS
+            trying: int | None = frontier_id
+            while trying is not None and tries:
+                self._fails_transiently(trying, data.draw(st.sampled_from(["download_error", "error_response"])))
+                tries -= 1
+                trying = self._ask_for({url}) if tries else None  # its retry: due by the next lease
+
+    def _ask_for(self, urls: Any) -> int | None:
+        """The tick, then Scrapy's loop asks until one of ``urls`` is handed out (or nothing more is)."""
+        self.tick()
+        for _ in range(6):
+            before = set(self.handed)
+            self.engine_asks()
+            if not (new := set(self.handed) - before):
+                return None
+            if (frontier_id := new.pop()) is not None and self.handed[frontier_id] in urls:
+                return frontier_id
+        return None
+
+
+class RedisRecrawlMachine(RecrawlMachine, RedisSchedulerMachine):
+    pass
+
+
 @pytest.mark.parametrize("machine", [SchedulerMachine, RedisSchedulerMachine], ids=["embedded", "redis"])
 def test_random_pause_sequences_lose_no_request_and_start_nothing_while_paused(
         machine: type[SchedulerMachine]) -> None:
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=MAX_EXAMPLES[machine], stateful_step_count=MAX_STEPS, deadline=None, database=None))
+
+
+@pytest.mark.parametrize("machine", [RecrawlMachine, RedisRecrawlMachine], ids=["embedded", "redis"])
+def test_random_recheck_sequences_keep_each_page_on_its_schedule_and_fetch_it_once_per_due_time(
+        machine: type[SchedulerMachine]) -> None:
+    """Rechecks answered 304 or 200 (changed or not), unanswered in every try, failed or redirected, the
+    schedule due at once or in an hour, among pauses, ticks, lease take-backs, stops and kills."""
     run_state_machine_as_test(machine, settings=settings(
         max_examples=MAX_EXAMPLES[machine], stateful_step_count=MAX_STEPS, deadline=None, database=None))
 
@@ -701,6 +996,7 @@ class ClosingInAnOutageMachine(SchedulerMachine):
     cuts, stalls or blackholes Redis."""
 
     KINDS: tuple[str, ...] = ("busy",)
+    RECHECKS = False  # the outages' machine: no products
 
     def store_settings(self) -> dict[str, Any]:
         return {**super().store_settings(), "RECORDHOUND_FRONTIER_CALL_TIMEOUT_SECONDS": 0.3,
@@ -731,7 +1027,7 @@ class ClosingInAnOutageMachine(SchedulerMachine):
                                      label="pages"):
             s.outcomes.response_received(frontier_id)
             s.outcomes.output_finished(frontier_id)
-            self.done.append(self.handed.pop(frontier_id))
+            self._acked(frontier_id, self.handed.pop(frontier_id))
         self.outage_over()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -901,4 +1197,4 @@ def test_a_graceful_stop_in_a_frontier_outage_waits_for_the_store_and_loses_no_r
         max_examples=25, stateful_step_count=30, deadline=None, database=None))
 
 
-MAX_EXAMPLES = {SchedulerMachine: 60, RedisSchedulerMachine: 30}
+MAX_EXAMPLES = {SchedulerMachine: 60, RedisSchedulerMachine: 30, RecrawlMachine: 40, RedisRecrawlMachine: 20}
