@@ -116,3 +116,19 @@ def test_killed_mid_file_resumed_then_restarted_lands_each_line_once(env: Review
     skus, meta = _outcome(env)
     assert skus == sorted(CSV_STORED) and meta["status"] == "completed"
     _assert_errors(meta, CSV_ERRORS)
+
+
+def test_csv_a_multiline_last_column_is_one_row_and_stored(env: ReviewEnv, tmp_path: Path) -> None:
+    """RFC 4180: a quoted last column over two lines whose first line has no comma (so that line alone,
+    its quote read as a plain character, has the header's number of columns) is one row, stored."""
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(b'sku,title,artists,price,notes\n'
+                     b'1,Tago Mago,Can,24.99,"Remastered.\nIncludes poster."\n'
+                     b'2,Ege Bamyasi,Can,22.99,plain\n'
+                     b'3,Future Days,Can,21.99,"Gatefold sleeve\n180g vinyl"\n'
+                     b'4,Soon Over Babaluma,Can,19.99,ok\n')
+    _import(env, tmp_path, feed)
+    skus, meta = _outcome(env)
+    assert skus == ["1", "2", "3", "4"]
+    assert meta["status"] == "completed" and meta["total_lines"] == 4 and meta["last_parsed_line"] == 4
+    assert meta["line_errors"] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -144,3 +146,67 @@ def test_json_array_an_object_that_is_not_utf8_is_a_bad_row(tmp_path: Path) -> N
     rows = list(read_rows(str(path), "json"))
     assert rows[0] == (1, {"sku": "A"}) and rows[2] == (3, {"sku": "C"})
     assert isinstance(rows[1][1], BadRow) and rows[1][1].reason.startswith("not UTF-8") and "0xe9" in rows[1][1].reason
+
+
+REVIEW_FEED = ('sku,title,artists,price,notes\n'
+               'X1,Tago Mago,Can,24.99,"Remastered.\nIncludes poster."\n'
+               'X2,Ege Bamyasi,Can,22.99,plain\n'
+               'X3,Future Days,Can,21.99,"Gatefold sleeve\n180g vinyl"\n'
+               'X4,Soon Over Babaluma,Can,19.99,ok\n')
+
+
+@pytest.mark.parametrize("text", [
+    # the reviewer's feed: the multi-line field is the last column, its first line has no comma
+    REVIEW_FEED,
+    # last column, a line of the field with as many commas as the header has columns, then one without
+    'sku,title,notes\n1,Low,"Side A, Side B, bonus\nremastered"\n2,Heroes,ok\n',
+    # last column, the quoted field ends on a line of its own
+    'sku,title,notes\n1,Low,"remastered\n"\n2,Heroes,ok\n',
+    # middle column: the line the field closes on has the header's number of columns
+    'sku,notes,artists,price\n1,"Pressing: 180g\nSides: A, B",Can,9.99\n2,plain,Can,8.99\n',
+    # middle column: a description with lines that have commas, a line with the header's number of
+    # columns among them, a blank line and doubled quotes
+    ('sku,notes,artists,price\n1,"Side A: Mother Sky, Halleluhwah\nSide B: Oh Yeah, Bring Me Coffee, Peking O'
+     '\n\n""Remastered"", 2004",Can,19.99\n2,plain,Can,8.99\n'),
+    # first column, and two multi-line fields in one record
+    'notes,sku,price\n"first\nsecond",1,9.99\n"a\nb",2,"9\n.99"\n',
+    # CRLF line ends inside and between records
+    'sku,title,notes\r\n1,Low,"a\r\nb, c"\r\n2,Heroes,ok\r\n',
+])
+def test_csv_rfc4180_multiline_records_are_read_as_the_csv_module_reads_them(tmp_path: Path, text: str) -> None:
+    rows = _csv_rows(tmp_path / "feed.csv", text)
+    records = list(csv.reader(io.StringIO(text, newline="")))
+    expected = [(line, dict(zip(records[0], values))) for line, values in enumerate(records[1:], start=1)]
+    assert rows == expected  # values and numbering: one row per record, as before broken lines were caught
+
+
+def test_csv_the_reviewers_feed_stores_every_record(tmp_path: Path) -> None:
+    rows = _csv_rows(tmp_path / "feed.csv", REVIEW_FEED)
+    assert _bad(rows) == {} and _skus(rows) == {1: "X1", 2: "X2", 3: "X3", 4: "X4"}
+    assert rows[0][1]["notes"] == "Remastered.\nIncludes poster."  # type: ignore[index]
+
+
+@pytest.mark.parametrize("text, bad", [
+    # a stray quote in a row whose last column is free text: the rows after it are rows of their own
+    ('sku,title,notes\n1,Low,"remastered\n2,Heroes,ok\n3,Lodger,ok"\n4,Scary Monsters,ok\n', {1}),
+    # a row that closes a stray quote properly at the end of its line
+    ('sku,title,notes\n1,Low,"remastered\n2,Heroes,ok"\n3,Lodger,ok\n', {1}),
+])
+def test_csv_a_stray_quote_before_rows_of_their_own_is_still_an_unclosed_quote(
+        tmp_path: Path, text: str, bad: set[int]) -> None:
+    rows = _csv_rows(tmp_path / "feed.csv", text)
+    physical = text.count("\n") - 1
+    assert [line for line, _ in rows] == list(range(1, physical + 1))
+    assert set(_bad(rows)) == bad and all(r.startswith("unclosed quote") for r in _bad(rows).values())
+    assert set(_skus(rows)) == set(range(1, physical + 1)) - bad
+
+
+def test_csv_row_numbers_of_a_valid_file_are_the_csv_modules(tmp_path: Path) -> None:
+    """An import interrupted before broken lines were caught resumes at its last_parsed_line: a valid
+    file's rows must keep the numbers csv.reader gave them (one per record, however many lines)."""
+    text = REVIEW_FEED + 'X5,Landed,Can,18.99,"one\ntwo\nthree, four, five, six"\nX6,Flow Motion,Can,17.99,ok\n'
+    rows = _csv_rows(tmp_path / "feed.csv", text)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    next(reader)
+    assert [(line, row["sku"]) for line, row in rows] == [  # type: ignore[index]
+        (line, values[0]) for line, values in enumerate(reader, start=1)]
