@@ -50,9 +50,13 @@ _NOT_NOW = tuple(re.compile(pattern) for pattern in (  # stock wording that says
     r"\b(?:no|sin)\s+(?:\w+\s+)?(?:disponible|stock)\b",  # "no disponible", "sin stock"
     r"\b(?:niet|geen)\s+(?:\w+\s+)?(?:op voorraad|in voorraad|leverbaar|voorraad)\b",  # "niet op voorraad"
     r"\bnon\s+(?:\w+\s+)?(?:disponibile|disponible)\b",  # "non disponibile"
-    rf"\b(?:back|again|wieder|retour|de nouveau|weer|di nuovo)\s+(?:\w+\s+)?(?:{_STOCK})\b(?:\s+\w+)?\s+(?:{_SOON})\b",
-    rf"\b(?:{_SOON})\s+(?:\w+\s+)?(?:back|again|wieder|retour|de nouveau|weer|di nuovo)\s+(?:\w+\s+)?(?:{_STOCK})\b",
-))  # ("back in stock soon", "bald wieder auf Lager"; "In stock, ships soon" is in stock)
+    r"\b(?:in stock|available)\s+(?:again\s+)?soon\b",  # "in stock soon", "back in stock again soon", "available soon"
+    r"\bsoon\s+(?:back\s+)?(?:in stock|available)\b",  # "soon in stock", "soon back in stock"
+    r"\bbald\s+(?:wieder\s+)?(?:auf lager|lieferbar|verfugbar|vorratig)\b",  # "bald (wieder) auf Lager"
+    r"\bbientot\s+(?:de nouveau\s+)?(?:en stock|disponible)\b",  # "bientot en stock"
+    r"\bbinnenkort\s+(?:weer\s+)?(?:op voorraad|in voorraad|leverbaar)\b",  # "binnenkort op voorraad"
+    r"\b(?:pronto|presto)\s+(?:de nuevo\s+|di nuovo\s+)?(?:disponible|disponibile|en stock)\b",
+))  # (the words side by side: "In stock - ships soon" is in stock)
 _GRADE_WORDS = (("near mint", "NM"), ("mint minus", "NM"), ("very good plus", "VG+"), ("very good", "VG"),
                 ("good plus", "G+"), ("mint", "M"), ("good", "G"), ("fair", "F"), ("poor", "P"))
 _GRADE_CODE = re.compile(r"\b(M-|NM|EX|VG\+\+|VG\+|VG|G\+|G|F|P|M)(?![\w+-])")
@@ -110,10 +114,10 @@ def availability(value: str | None) -> str | None:
     if any(" " in word and word in text for word in _AVAILABLE["pre_order"]):
         return "pre_order"
     # the status said first: "Currently not in stock" is sold out, "In stock - not available abroad" in stock
-    said = [(found.start(), "sold_out") for pattern in _NOT_NOW if (found := pattern.search(text))]
-    said += [(text.find(word), state) for state in ("sold_out", "in_stock")  # "Only 2 left in stock", "Sold Out!"
-             for word in _AVAILABLE[state] if " " in word and word in text]
-    return min(said)[1] if said else None
+    said = [(found.start(), 0, "sold_out") for pattern in _NOT_NOW if (found := pattern.search(text))]
+    said += [(text.find(word), rank, state) for rank, state in enumerate(("sold_out", "in_stock"))
+             for word in _AVAILABLE[state] if " " in word and word in text]  # "Only 2 left in stock", "Sold Out!"
+    return min(said)[2] if said else None  # (at one place, "not now" wins: "in stock soon")
 
 
 def condition(value: str | None) -> str | None:

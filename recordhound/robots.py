@@ -18,6 +18,7 @@ all is left to the crawl's own download errors.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import urllib.error
 import urllib.request
@@ -107,9 +108,10 @@ def _download(url: str, user_agent: str, timeout: float) -> bytes | None:
 def _retry_after(header: str | None, attempt: int) -> float:
     """The shop's ``Retry-After`` in seconds (capped at ``RETRY_AFTER_CAP_SECONDS``), else ``attempt`` s."""
     try:
-        return min(max(float(header or attempt), 0.0), RETRY_AFTER_CAP_SECONDS)
+        seconds = float(header or attempt)
     except ValueError:  # an HTTP date: waited as the default
         return float(attempt)
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP_SECONDS) if math.isfinite(seconds) else float(attempt)
 
 
 def sitemap_lines(body: bytes) -> list[str]:

@@ -281,3 +281,12 @@ def test_a_placeholder_barcode_is_a_problem_and_merges_no_releases(tmp_path: Pat
 ])
 def test_a_leading_in_stock_is_not_undone_by_a_later_clause(text: str) -> None:
     assert music.availability(text) == "in_stock"
+
+
+@pytest.mark.parametrize("text", [
+    "In stock soon", "Soon in stock", "Expected in stock soon", "Bald auf Lager", "Bientôt en stock",
+    "Binnenkort op voorraad", "In stock again soon", "Wieder bald auf Lager", "Nachschub bald auf Lager",
+    "Available soon", "Bald lieferbar", "Bientôt disponible",
+])
+def test_in_stock_soon_is_not_in_stock(text: str) -> None:
+    assert music.availability(text) == "sold_out"

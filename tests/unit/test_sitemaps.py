@@ -47,4 +47,5 @@ def test_a_page_that_is_no_sitemap_is_not_a_cut_off_one() -> None:
 def test_a_robots_txt_retry_after_is_waited_within_its_cap() -> None:
     from recordhound.robots import RETRY_AFTER_CAP_SECONDS, _retry_after
     assert [_retry_after(None, 1), _retry_after("5", 1), _retry_after("3600", 2), _retry_after("-1", 1),
-            _retry_after("Wed, 21 Oct 2026 07:28:00 GMT", 2)] == [1.0, 5.0, RETRY_AFTER_CAP_SECONDS, 0.0, 2.0]
+            _retry_after("Wed, 21 Oct 2026 07:28:00 GMT", 2), _retry_after("nan", 1), _retry_after("inf", 2)] == [
+        1.0, 5.0, RETRY_AFTER_CAP_SECONDS, 0.0, 2.0, 1.0, 2.0]
