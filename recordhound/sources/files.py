@@ -9,12 +9,12 @@ a bad row ("not UTF-8 at byte N of the line"); the other rows are read as usual.
 
 A CSV row is one physical line, unless a quoted field holds a line break: then it is read as the
 csv module reads it (RFC 4180) and numbered once, as csv.reader numbers it. A row that runs past its
-first line is refused if its quoted field does not close properly (a comma or the end of a line
-after the closing quote), if it has other than the header's number of columns, or if it looks like
-a stray quote swallowing rows: its first line, read with the quote as a plain character, and each
-line it would take in, read alone, all have the header's number of columns. A refused row's first
-line is a bad row ("unclosed quote") and reading goes on from the next line, so a quote that an
-export forgot to close never swallows the rows after it.
+first line is refused if its quoted field does not close properly (never, or without a comma or the
+end of a line after the closing quote) or if it has other than the header's number of columns. A
+refused row's first line is a bad row ("unclosed quote") and reading goes on from the next line, so a
+quote that an export forgot to close does not swallow the rows after it. Two stray quotes that pair up
+into a row of the header's width are read as the csv module reads them: nothing tells them from a valid
+field with line breaks, and a valid file is always read as it was written.
 """
 
 from __future__ import annotations
@@ -128,31 +128,20 @@ def _record(first: str, take: Callable[[], str | None], width: int) -> tuple[lis
 
     A record over several lines is read as the csv module reads it, and refused only for one of these:
     its quoted field never closes, or closes with something other than a comma or a line end after it,
-    or it has other than the header's number of columns, or it looks like a stray quote that swallows
-    rows: ``first``, with the quote read as a plain character, is a row with the header's number of
-    columns, and so is each line after it that the record would take in."""
+    or it has other than the header's number of columns. (Two stray quotes that pair up into a record of
+    the header's width cannot be told from a valid field with line breaks: read as the csv module does.)"""
     values = _parse([first])
     if not _open(values):
         return [first], values
-    first_is_row = len(_parse([first], csv.QUOTE_NONE)) == width
-    taken, swallowed_rows, closed_badly = [first], True, False
+    taken, closed_badly = [first], False
     while (more := take()) is not None:
         taken.append(more)
         state, badly = _scan(more)
         closed_badly = closed_badly or badly
-        swallowed_rows = swallowed_rows and _is_row(more, width)
         if state != _QUOTED:
             values = _parse(taken)
-            if closed_badly or len(values) != width or (first_is_row and swallowed_rows):
-                return taken, None
-            return taken, values
+            return (taken, None) if closed_badly or len(values) != width else (taken, values)
     return taken, None  # open to the end of the file
-
-
-def _is_row(line: str, width: int) -> bool:
-    """Whether ``line`` read alone is a whole row with ``width`` columns."""
-    values = _parse([line])
-    return len(values) == width and not _open(values)
 
 
 def _parse(lines: list[str], quoting: Literal[0, 1, 2, 3] = csv.QUOTE_MINIMAL) -> list[str]:
