@@ -23,7 +23,8 @@ SYMBOLS: dict[str, str] = {
 # Symbols several currencies print: the profile's default currency when it is one of them, else the
 # symbol's entry in SYMBOLS ("$" USD, "¥" JPY); "kr" has none, so it needs the default or the profile.
 SHARED_SYMBOLS: dict[str, tuple[str, ...]] = {
-    "$": ("USD", "CAD", "AUD", "NZD", "SGD", "HKD", "MXN", "TWD", "ARS", "CLP", "COP", "UYU"),
+    "$": ("USD", "CAD", "AUD", "NZD", "SGD", "HKD", "MXN", "TWD", "ARS", "CLP", "COP", "UYU", "CUP", "DOP",
+          "JMD", "TTD", "BBD", "BSD", "BZD", "BMD", "KYD", "XCD", "GYD", "SRD", "LRD", "NAD", "FJD", "SBD", "BND"),
     "¥": ("JPY", "CNY"), "kr": ("SEK", "NOK", "DKK", "ISK"),
 }
 # Current ISO 4217 codes: an upper-case word printed beside an amount is a currency only if it is one.

@@ -6,11 +6,13 @@ of up to three digits, dates and years not printed right beside another number a
 "€24,99 - 180g", "€12.99 · LP · 2024"); two amounts with a currency, a range (a hyphen or "to" between two
 amounts that both may be prices: "12.99 - 19.99"), was/now, a multi-buy ("2 for £10", "3 x 12,99 €") or
 any other second amount is :class:`SeveralPrices`, never a pick. A sign ("-5.00") or an exponent ("1e5")
-is a problem, not dropped.
+is a problem, not dropped. An amount with a percent sign ("inkl. 19% MwSt.", "Save 12.5%", "%20") is a rate,
+never a price: a text with only a percentage holds no amount.
 
 The currency is settled first (an explicit currency field, then the symbol printed beside the amount,
 then the profile's default; an ISO code beside a symbol several currencies share decides: "$24.99 CAD",
-"249 kr SEK"; one that is not the symbol's is a problem; a symbol glued to a word is still the symbol:
+"249 kr SEK", "USD $24.99", and so does the prefix of the symbol's name printed apart from it: "US $24.99",
+"$24.99 US"; one that is not the symbol's is a problem; a symbol glued to a word is still the symbol:
 "Sale price€19,99"), because the decimal separator is a property of how a shop writes *that*
 currency. A printed symbol recordhound cannot name ("DM", "₿"; "kr" when the default is not SEK, NOK,
 DKK or ISK; :mod:`recordhound.currencies`) is :class:`UnknownCurrency`, not the default. The separator
@@ -56,9 +58,11 @@ THOUSANDS_SEPARATORS = (".", ",", " ", "'")
 _SPACES = re.compile("[\u00a0\u202f\u2009\u3000 ]")
 _CENT = Decimal("0.01")
 # Marks that are a separator or a minus sign whatever script the digits are in.
-_MARKS = str.maketrans({"\u066b": ".", "\u066c": ",", "\u2019": "'", "\u2212": "-", "\u2012": "-", "\ufe63": "-"})
+_MARKS = str.maketrans({"\u066b": ".", "\u066c": ",", "\u2019": "'", "\u2212": "-", "\u2012": "-", "\ufe63": "-",
+                        "\u066a": "%"})
 # One amount as printed: digits grouped by ".", ",", "'" or a space before three digits, maybe an exponent.
 _AMOUNT = re.compile(r"\d+(?:(?:[.,']| (?=\d{3}(?!\d)))\d+)*(?P<exponent>[eE][+-]?\d+)?")
+_PERCENT = re.compile(r" ?%")  # "19% MwSt.", "alv 25,5 %", "%20 indirim": a rate or a discount, never a price
 _WORD_BEFORE = re.compile(r"([^\s\d/()\[\]{};:!?*+|]*)(\s*)$")  # "(€12" and "12 €/LP": the word is "€"
 _WORD_AFTER = re.compile(r"\s*[(\[]?([^\s\d/()\[\]{};:!?*+|]*)")  # "12 $ (CAD)": the word is "CAD"
 _PUNCTUATION = "()[]{}:;,!?/*+|\"'-–"
@@ -124,6 +128,7 @@ class _Amount:
     after: str
     glued: bool  # nothing between ``before`` and the digits
     after_next: str  # the word after ``after``: "249 kr SEK", "24.99 $ CAD"
+    before_previous: str = ""  # the word before ``before``: "USD $24.99", "US $24.99"
 
 
 @dataclass(frozen=True)
@@ -185,14 +190,19 @@ def _reading(shown: str, currency_text: str | None) -> _Reading:
     text = _plain(shown)
     amounts = []
     for match in _AMOUNT.finditer(text):
+        if _PERCENT.match(text, match.end()) or text[max(0, match.start() - 1):match.start()] == "%":
+            continue
         if match.group("exponent"):
             raise FieldError(f"price text {shown!r} is a number in exponent notation, not a price")
         before = _WORD_BEFORE.search(text, max(0, match.start() - WORD_CHARS), match.start())
+        before_previous = (_WORD_BEFORE.search(text, max(0, before.start(1) - WORD_CHARS), before.start(1))
+                           if before and before.group(1) else None)
         after = _WORD_AFTER.match(text, match.end())
         after_next = _WORD_AFTER.match(text, after.end()) if after else None
         amounts.append(_Amount(match.group(), match.start(), match.end(), before.group(1) if before else "",
                                after.group(1) if after else "", not (before and before.group(2)),
-                               after_next.group(1) if after_next else ""))
+                               after_next.group(1) if after_next else "",
+                               before_previous.group(1) if before_previous else ""))
     return _Reading(text, tuple(amounts), Price.fromstring(text, currency_hint=currency_text).currency)
 
 
@@ -308,15 +318,33 @@ def _markers(reading: _Reading, symbols: dict[str, str], default: str | None) ->
     markers: list[tuple[str, ...]] = []
     own_before = False
     for index, amount in enumerate(reading.amounts):
-        before = printed_currencies(_clean(amount.before), symbols, default)
+        before = _apart(_clean(amount.before_previous), printed_currencies(_clean(amount.before), symbols, default),
+                        symbols, default, 1)
         after = printed_currencies(_clean(amount.after), symbols, default)
         if after:
+            after = _apart(_clean(amount.after_next), after, symbols, default, 2)
             after += printed_currencies(_clean(amount.after_next), symbols, default)
+        elif before:
+            before = _apart(_clean(amount.after), before, symbols, default, 2)
         previous = reading.amounts[index - 1] if index else None
         shared = previous is not None and reading.text[previous.end:amount.start].strip() == amount.before
         own_before = bool(before) and (not shared or own_before)
         markers.append((before if own_before else ()) + after)
     return markers
+
+
+def _apart(word: str, printed: tuple[str, ...], symbols: dict[str, str], default: str | None,
+           shortest: int) -> tuple[str, ...]:
+    """A lone symbol with an upper-case word printed apart from it (a space, the amount between): the word
+    is the prefix of the symbol's name ("US $24.99", "C $24.99", "$24.99 US"; ``shortest`` letters at least)
+    or, before the symbol, an ISO code beside it ("USD $24.99", "SEK kr 249"), which decides as a code after
+    the amount does; any other word is page text."""
+    if (len(printed) != 1 or not shortest <= len(word) <= 3 or not (word.isalpha() and word.isupper())
+            or not (shared_by(printed[0]) or any(unicodedata.category(ch) == "Sc" for ch in printed[0]))):
+        return printed
+    if named(word + printed[0], symbols, default):
+        return (word + printed[0],)
+    return printed + (word,) if shortest == 1 and is_code(word) else printed
 
 
 def _clean(word: str) -> str:

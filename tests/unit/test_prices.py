@@ -79,7 +79,8 @@ def test_an_explicit_currency_beats_the_symbol_and_picks_its_rule() -> None:
 def test_prices_outside_the_plausible_range_are_rejected() -> None:
     with pytest.raises(ImplausiblePrice, match="outside the plausible range 0.50–5000 EUR"):
         parse_price("€9.999,00")
-    assert parse_price("€9.999,00", rule_for=_rules(EUR=PriceRule(range=(Decimal(1), Decimal(20000))))).amount == Decimal("9999.00")
+    wide = _rules(EUR=PriceRule(range=(Decimal(1), Decimal(20000))))
+    assert parse_price("€9.999,00", rule_for=wide).amount == Decimal("9999.00")
 
 
 def test_structured_numbers_use_the_schema_org_separator_whatever_the_rule() -> None:
@@ -320,3 +321,42 @@ def test_the_demo_shops_prices_read_as_before(text: str, amount: str, currency: 
 def test_a_structured_number_with_three_decimals_of_whole_cents_may_be_thousands(number: str) -> None:
     with pytest.raises(ImplausiblePrice, match="does not fit the decimal separator '.'"):
         parse_price(number, default_currency="EUR", schema_number=True)
+
+
+@pytest.mark.parametrize(("text", "default", "currency"), [
+    ("USD $24.99", "CAD", "USD"), ("CAD $24.99", "USD", "CAD"), ("AUD $34.95", "USD", "AUD"),
+    ("NZD $39.99", "AUD", "NZD"), ("US $24.99", "CAD", "USD"), ("$24.99 US", "CAD", "USD"),
+    ("C $24.99", "USD", "CAD"), ("SEK kr 249", "NOK", "SEK"), ("24.99 $ US", "CAD", "USD"),
+    ("$24.99 JMD", "USD", "JMD"), ("$24.99 TTD", None, "TTD"), ("$24.99", "JMD", "JMD"), ("$24.99", "TTD", "TTD"),
+    ("XCD $24.99", "USD", "XCD"), ("$249 MXN", "USD", "MXN"), ("$24.99 BBD", "USD", "BBD"),
+    ("Hot LP $24.99", "CAD", "CAD"), ("ALL $24.99", "CAD", "CAD"),
+])
+def test_an_iso_code_or_a_prefix_printed_apart_from_the_symbol_decides(
+        text: str, default: str | None, currency: str) -> None:
+    assert parse_price(text, default_currency=default).currency == currency
+
+
+@pytest.mark.parametrize("text", ["SEK $24.99", "EUR $24.99", "USD €24.99", "GBP kr 249"])
+def test_a_code_before_the_symbol_that_is_not_one_of_its_currencies_is_a_problem(text: str) -> None:
+    with pytest.raises(UnknownCurrency, match="different currencies"):
+        parse_price(text, default_currency="SEK")
+
+
+@pytest.mark.parametrize(("text", "default", "amount", "currency"), [
+    ("24,90 € sis. alv 25,5 %", "EUR", "24.90", "EUR"),
+    ("CHF 29.90 inkl. 8.1% MwSt.", "CHF", "29.90", "CHF"),
+    ("19,99 € inkl. 7,7% MwSt.", "EUR", "19.99", "EUR"),
+    ("$24.99 (Save 12.5%)", "USD", "24.99", "USD"),
+    ("20 % Rabatt: 19,99 €", "EUR", "19.99", "EUR"),
+    ("-15% 16,99 €", "EUR", "16.99", "EUR"),
+    ("%20 indirim 199,90 ₺", "TRY", "199.90", "TRY"),
+    ("24,99 € (inkl. 19 ٪ MwSt.)", "EUR", "24.99", "EUR"),
+])
+def test_an_amount_with_a_percent_sign_is_never_a_price(text: str, default: str, amount: str, currency: str) -> None:
+    assert parse_price(text, default_currency=default) == Money(Decimal(amount), currency)
+
+
+@pytest.mark.parametrize("text", ["Save 20%", "20% off", "-12,5 %", "％20"])
+def test_a_text_with_only_a_percentage_holds_no_price(text: str) -> None:
+    with pytest.raises(FieldError, match="no amount"):
+        parse_price(text, default_currency="USD")
