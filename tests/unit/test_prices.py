@@ -7,7 +7,8 @@ import pytest
 
 from recordhound.exceptions import FieldError
 from recordhound.prices import (CACHED_TEXT_LENGTH, AmbiguousPrice, ImplausiblePrice, Money, PriceRule, SeveralPrices,
-                                UnknownCurrency, _cached_reading, parse_price)
+                                UnknownCurrency, parse_price)
+from recordhound.price_text import cached_reading
 
 
 @pytest.mark.parametrize(("text", "amount", "currency"), [
@@ -107,11 +108,11 @@ def test_a_price_read_again_keeps_its_own_currency_and_rules() -> None:
 def test_a_long_scraped_currency_field_is_not_kept() -> None:
     """The cache holds short texts only: a shop whose currency field is a long blob (scraped,
     untrusted, different on every page) must not fill memory with 4,096 of them."""
-    _cached_reading.cache_clear()
+    cached_reading.cache_clear()
     for n in range(50):
         blob = f"EUR {n} " + "x" * 10_000
         assert parse_price("12.50", currency_text=blob) == Money(Decimal("12.50"), "EUR")
-    assert _cached_reading.cache_info().currsize == 0
+    assert cached_reading.cache_info().currsize == 0
 
 
 @pytest.mark.parametrize(("text", "amount", "currency"), [
