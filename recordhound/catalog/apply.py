@@ -35,7 +35,7 @@ from recordhound import failpoints
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.offers import set_price
 from recordhound.backoff import backoff_seconds
-from recordhound.catalog.errors import is_transient, refusal, refused
+from recordhound.catalog.errors import RefusalError, is_transient, refusal, refused
 from recordhound.exceptions import reason
 from recordhound.catalog.apply_batch import edited_or_entry_name, own_spellings, write_batch
 from recordhound.catalog.writer import CatalogWriter
@@ -99,6 +99,9 @@ class ApplyWorker:
                             self.counts["completed"] / (last_log - started), self.counts["failed"])
         return self.counts
 
+    def _refused(self, exc: BaseException) -> RefusalError | None:
+        return refused(exc, self.engine.url.render_as_string(hide_password=True))
+
     def _lease(self) -> list[Doc]:
         """The next batch of jobs (entries past their time-to-live expired first); a refusal of the review
         queue stops the worker here too (``RefusalError``)."""
@@ -109,7 +112,7 @@ class ApplyWorker:
                                    entry_id)
             return self.queue.lease_many(self.name, self.config.lease_seconds, self.config.batch_size)
         except Exception as exc:
-            if (stopped := refused(exc, self.engine.url.render_as_string(hide_password=True))) is not None:
+            if (stopped := self._refused(exc)) is not None:
                 raise stopped from exc
             raise
 
@@ -127,7 +130,7 @@ class ApplyWorker:
                 self.apply_many(jobs)
                 return
             except Exception as exc:
-                if (stopped := refused(exc, self.engine.url.render_as_string(hide_password=True))) is not None:
+                if (stopped := self._refused(exc)) is not None:
                     self._give_back(jobs)  # no wait cures it: the next worker applies them at once
                     raise stopped from exc
                 if not isinstance(exc, Unavailable) and not is_transient(exc):  # an ack or a failure not recorded
@@ -166,7 +169,7 @@ class ApplyWorker:
                 lock_for_writing(conn)
                 outcomes = write_batch(conn, names, entries)
         except Exception as exc:  # noqa: BLE001 - one bad job must not fail the others: one by one finds it
-            if is_transient(exc) or refusal(exc) is not None:  # a refusal: _apply_through_outages stops
+            if _not_the_jobs(exc):
                 raise Unavailable(reason(exc)) from exc
             logger.warning("%d decisions could not be written together (%s: %s): applying them one by one",
                            len(names), type(exc).__name__, exc)
@@ -185,7 +188,7 @@ class ApplyWorker:
             failpoints.hit("apply.after_settle")
             released = self._release_many([int(job["entry_id"]) for job in jobs])
         except Exception as exc:  # noqa: BLE001 - as apply_one: the jobs fail, never the worker
-            if is_transient(exc) or refusal(exc) is not None:  # a refusal: _apply_through_outages stops
+            if _not_the_jobs(exc):
                 raise Unavailable(reason(exc)) from exc
             error = f"{type(exc).__name__}: {exc}"
             logger.error("A batch of %d jobs failed after its writes: %s", len(jobs), error)
@@ -213,7 +216,7 @@ class ApplyWorker:
                 failpoints.hit("apply.after_settle")
             released = self._release(int(job["entry_id"])) if entry["kind"] != "price" else Counter()
         except Exception as exc:  # noqa: BLE001 - any error fails this job, never the worker
-            if is_transient(exc) or refusal(exc) is not None:  # a refusal: _apply_through_outages stops
+            if _not_the_jobs(exc):
                 raise Unavailable(reason(exc)) from exc
             error = f"{type(exc).__name__}: {exc}"
             logger.error("Job %s (%s entry %s) failed: %s", job["id"], job["action"], job["entry_id"], error)
@@ -289,3 +292,9 @@ class ApplyWorker:
             counts.update({k: v for k, v in result.counts.items()
                            if k in ("stored", "parked", "rejected", "prices_held", "superseded") and v})
         return counts
+
+
+def _not_the_jobs(exc: BaseException) -> bool:
+    """An outage (waited out) or a refusal (stops the worker): no job's own failure; ``_apply_through_outages``
+    decides which."""
+    return is_transient(exc) or refusal(exc) is not None
