@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from sqlalchemy import Engine
+
     from recordhound.catalog.apply import ApplyWorker
 
 import logging
@@ -79,6 +81,17 @@ class RecordhoundAdmin(Admin):
 
 
 @asynccontextmanager
+async def _serving(settings: BaseSettings, engine: Engine) -> AsyncIterator[None]:
+    """The admin's life: its apply worker beside it; at its end the product DB's connections close (an
+    admin stopped in a process that goes on, a test's, left them to the garbage collector)."""
+    try:
+        async with _apply_worker(settings):
+            yield
+    finally:
+        engine.dispose()
+
+
+@asynccontextmanager
 async def _apply_worker(settings: BaseSettings) -> AsyncIterator[None]:
     """The apply worker runs beside the admin (RECORDHOUND_ADMIN_APPLY): a decision reaches the
     catalog within a poll interval, with nothing else to start."""
@@ -141,7 +154,7 @@ def build_app(settings: BaseSettings) -> Starlette:
                             Route("/metrics", serve_metrics, name="metrics"),
                             Mount("/static", StaticFiles(directory=STATIC), name="recordhound-static")],
                     middleware=[Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
-                    lifespan=lambda _: _apply_worker(settings))
+                    lifespan=lambda _: _serving(settings, engine))
     key = secret_key(str(settings.get("RECORDHOUND_ADMIN_SECRET_KEY") or ""),
                      str(settings.get("RECORDHOUND_ADMIN_SECRET_PATH")))
     auth = AdminAuth(engine, key, https_only=settings.getbool("RECORDHOUND_ADMIN_HTTPS_ONLY"))
