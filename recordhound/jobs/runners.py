@@ -164,13 +164,22 @@ class FramePages:
 def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat,
                 overrides: list[tuple[str, str]]) -> str:
     """The crawl as a scrapyd job of ``RECORDHOUND_JOB_SCRAPYD_TARGET`` (its progress is read from
-    the shared frontier, so use it with REDIS_URL); stop cancels it with SIGTERM."""
+    the shared frontier, so use it with REDIS_URL); stop cancels it with SIGTERM. A job taken over
+    from a worker that died follows the crawl that worker started, if scrapyd still has it (it
+    outlives its worker): one crawl, not a second one beside it; and a job taken over ``stopping``
+    cancels it, or starts nothing."""
     from recordhound.scrapyd_client import ScrapydClient, Target
 
     client = ScrapydClient(Target.from_config(config.scrapyd_target))
-    args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url") else {})}
-    name = f"{job.source}--job{job.id}-{job.doc.get('attempts', 1)}"
-    external = client.schedule("catalog", 1, dict(overrides), args, job_ids=[name])[0]
+    external = _left_running(job, client.jobs()) if job.doc.get("taken_over") else None
+    if external is not None:
+        logger.info("%s: following scrapyd job %s, which its last worker started", job.name, external)
+    elif job.status == states.STOPPING:
+        return states.STOPPED
+    else:
+        args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url") else {})}
+        name = f"{_scrapyd_prefix(job)}{job.doc.get('attempts', 1)}"
+        external = client.schedule("catalog", 1, dict(overrides), args, job_ids=[name])[0]
     pages = FramePages(job, settings)
     stopping = False
     try:
@@ -186,7 +195,19 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
         beat({**pages.progress(None), "external": external})  # the counts of the crawl's end
     finally:
         pages.close()
-    return states.STOPPED if stopping else states.DONE
+    return states.STOPPED if stopping or job.status == states.STOPPING else states.DONE
+
+
+def _scrapyd_prefix(job: Job) -> str:
+    """The scrapyd job ids of this job's runs: this, then the attempt's number."""
+    return f"{job.source}--job{job.id}-"
+
+
+def _left_running(job: Job, jobs: dict[str, Any]) -> str | None:
+    """A crawl of this job that scrapyd still has pending or running (its last worker died before it
+    could see it end: it may not even have written its id), or None."""
+    return next((str(found["id"]) for state in ("running", "pending") for found in jobs.get(state, [])
+                 if str(found.get("id", "")).startswith(_scrapyd_prefix(job))), None)
 
 
 def _scrapyd_state(jobs: dict[str, Any], external: str) -> str | None:

@@ -111,10 +111,12 @@ def request(engine: Engine, job_id: int, action: str) -> Job:
     return _change(engine, job_id, change)
 
 
-def claim(engine: Engine, worker: str, lease_seconds: float, alive: Callable[[str], bool]) -> Job | None:
+def claim(engine: Engine, worker: str, lease_seconds: float, alive: Callable[[str], bool],
+          stops_external: bool = False) -> Job | None:
     """Take the first job to run: queued, a schedule come due, or held by a worker that is gone
     (its heartbeat is older than ``lease_seconds``, or ``alive`` says its process is not). A job being
-    stopped whose worker is gone is stopped, not taken."""
+    stopped whose worker is gone is stopped, not taken; but one whose crawl ran on scrapyd is taken
+    ``stopping`` by a worker that reaches scrapyd (``stops_external``), to cancel it there first."""
     now = time.time()
     with engine.begin() as conn:
         lock_for_writing(conn)
@@ -123,6 +125,10 @@ def claim(engine: Engine, worker: str, lease_seconds: float, alive: Callable[[st
             job = dict(meta.get(KEY) or {})
             if not job or not _runnable(job, now, lease_seconds, alive):
                 continue
+            if job.get("status") == states.STOPPING and stops_external and job.get("external"):
+                taken = {**job, "worker": worker, "heartbeat": now, "taken_over": job.get("worker")}
+                _write(conn, source_id, meta, taken)  # its crawl may still run on scrapyd: cancelled there
+                return Job(source_id, name, taken)
             if job.get("status") == states.STOPPING:  # its worker went before it could end it: a person's
                 _write(conn, source_id, meta, {**job, "status": states.STOPPED, "finished_at": now, "pid": None})
                 continue  # stop stands (before, the next worker took the job over and ran it on)

@@ -56,7 +56,8 @@ class Worker:
             signal.signal(signal.SIGHUP, self._stop)
         logger.info("Worker %s started", self.id)
         while not self.stopping:
-            job = store.claim(self.engine, self.id, self.config.lease_seconds, process_alive)
+            job = store.claim(self.engine, self.id, self.config.lease_seconds, process_alive,
+                              stops_external=bool(self.config.scrapyd_target))
             if job is None:
                 if once:
                     break

@@ -8,10 +8,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.redis_client import crawl_prefix
 from tests.integration.test_scrapyd import _assert_stored, deployment  # noqa: F401 - the fixture
+from tests.integration.truthcheck import FAILED_FAULTS, assert_product_db_matches, first_url
 from tests.services import redis_url
 
 
@@ -36,3 +38,75 @@ def test_a_crawl_job_runs_on_scrapyd_when_one_is_configured(deployment) -> None:
     finished = {found["id"] for found in deploy.client().jobs()["finished"]}
     assert job["external"] in finished
     _assert_stored(shop, deploy.env["DATABASE_URL"])
+
+
+def _worker(deploy, prefix: str, *extra: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """A worker whose crawls run on the test's scrapyd, slowed (one page per 10 ms) so that one runs
+    for some seconds: long enough to kill its worker while it runs."""
+    return [sys.executable, "-m", "recordhound", "worker", *extra, "-s", "RECORDHOUND_JOB_SCRAPYD_TARGET=local",
+            "-s", f"RECORDHOUND_REDIS_PREFIX={prefix}", "-s", "RECORDHOUND_TRUST_NEW_ENTITIES=true",
+            "-s", "RECORDHOUND_WORKER_POLL_SECONDS=0.5", "-s", "DOWNLOAD_DELAY=0.01",
+            "-s", "RANDOMIZE_DOWNLOAD_DELAY=false"]
+
+
+def _killed_while_running(deploy, prefix: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Start a worker, wait until scrapyd runs its crawl, kill -9 the worker; the job as it was left."""
+    worker = subprocess.Popen(_worker(deploy, prefix), cwd=deploy.project, env={**os.environ, **deploy.env},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
+            running = {found["id"] for found in deploy.client().jobs()["running"]}
+            if job["status"] == "running" and job.get("external") in running:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"the job never ran on scrapyd: {job}, {deploy.client().jobs()}")
+    finally:
+        worker.kill()
+        worker.wait()
+    return job
+
+
+def _scrapyd_ids(deploy) -> dict[str, set[str]]:  # type: ignore[no-untyped-def]
+    return {state: {found["id"] for found in jobs} for state, jobs in deploy.client().jobs().items()}
+
+
+def test_the_next_worker_follows_or_stops_the_scrapyd_crawl_of_a_worker_killed_while_it_ran(  # type: ignore[no-untyped-def]
+        deployment) -> None:  # noqa: F811
+    """A worker killed (-9) while its job's crawl runs on scrapyd leaves that crawl running there. The
+    next worker follows that same scrapyd job to its end (before: it scheduled a second crawl beside
+    it); and when a person stopped the job meanwhile, the next worker cancels the crawl on scrapyd
+    before the job reads ``stopped`` (before: marked stopped while scrapyd went on crawling)."""
+    deploy, shop, prefix = deployment
+    assert deploy.recordhound("job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+    first = _killed_while_running(deploy, prefix)
+    followed = subprocess.run(_worker(deploy, prefix, "--once"), cwd=deploy.project, capture_output=True, text=True,
+                              timeout=600, env={**os.environ, **deploy.env})
+    assert followed.returncode == 0, followed.stderr[-3000:]
+    [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
+    assert job["status"] == "done" and job["external"] == first["external"], job
+    ids = _scrapyd_ids(deploy)
+    assert ids == {"pending": set(), "running": set(), "finished": {first["external"]}}, ids  # one crawl in all
+    truth = shop.truth()
+    assert_product_db_matches(deploy.env["DATABASE_URL"], truth)
+    frontier = RedisFrontier(redis_url(), crawl_prefix(prefix, "demo"))
+    frontier.open()
+    try:
+        failed = sorted(first_url(json.loads(payload)).split("/", 3)[-1] for payload, _ in frontier.failures(10_000))
+    finally:
+        frontier.close()
+    assert failed == sorted(truth["faults"][fault].lstrip("/") for fault in FAILED_FAULTS), failed
+
+    assert deploy.recordhound("job", "start", str(job["id"])).returncode == 0  # again, from the beginning
+    second = _killed_while_running(deploy, prefix)
+    stop = deploy.recordhound("job", "stop", str(job["id"]))
+    assert stop.returncode == 0 and "stopping" in stop.stdout, stop.stdout + stop.stderr
+    stopped = subprocess.run(_worker(deploy, prefix, "--once"), cwd=deploy.project, capture_output=True, text=True,
+                             timeout=600, env={**os.environ, **deploy.env})
+    assert stopped.returncode == 0, stopped.stderr[-3000:]
+    [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
+    ids = _scrapyd_ids(deploy)
+    assert job["status"] == "stopped" and job["external"] == second["external"], job
+    assert ids == {"pending": set(), "running": set(), "finished": {first["external"], second["external"]}}, ids

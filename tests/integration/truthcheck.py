@@ -104,7 +104,12 @@ def failed_paths(setup: CrawlSetup) -> list[str]:
         requests = [json.loads(payload) for payload, _ in backend.failures(10_000)]
     finally:
         backend.close()
-    return sorted(([*r["meta"].get("redirect_urls", ()), r["url"]][0]).split("/", 3)[-1] for r in requests)
+    return sorted(first_url(r).split("/", 3)[-1] for r in requests)
+
+
+def first_url(request: dict[str, Any]) -> str:
+    """The URL a stored request was sent to: the first of its redirect chain."""
+    return str([*request["meta"].get("redirect_urls", ()), request["url"]][0])
 
 
 def assert_frontier_clean(setup: CrawlSetup, truth: dict[str, Any]) -> None:
