@@ -1,8 +1,11 @@
 """robots.txt and sitemaps: a Crawl-delay of 2 s holds across three nodes sharing one Redis
 frontier; a sitemap-driven crawl (found through robots.txt's Sitemap: line, through a sitemap
 index and a gzipped sitemap) finds every product with no listing page; a following node that
-re-reads the sitemap fetches again only the pages whose lastmod moved. The shop's own record
-(``/_stats.json``) and its truth are what the tests compare with."""
+re-reads the sitemap fetches again only the pages whose lastmod moved, once even when killed while
+it expands the sitemap, and a moved page whose refetch keeps failing waits in ``failed`` until
+``recordhound frontier retry``. The shop's own record (``/_stats.json``) and its truth are what the
+tests compare with; the crash tests run on both backends (embedded frontier + SQLite, Redis frontier
++ PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -13,10 +16,13 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -24,10 +30,11 @@ import yaml
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.shops import sections_truth
+from recordhound.redis_client import connect
 from tests.integration.crawlers import CrawlSetup
 from tests.integration.dbcheck import ProductDb
-from tests.integration.truthcheck import assert_product_db_matches
-from tests.services import redis_url, run_crawl
+from tests.integration.truthcheck import FAILED_FAULTS, assert_product_db_matches
+from tests.services import PostgresDatabase, crawl_env, redis_url, run_crawl, unique_prefix
 from tests.staticserver import StaticServer
 
 PRODUCTS_SITEMAP = "/shopify/sitemap_products_1.xml"
@@ -327,34 +334,185 @@ def test_a_sitemap_sent_gzip_encoded_is_unzipped_no_further_than_a_sitemap_may_b
     assert f"exceeded DOWNLOAD_MAXSIZE ({50 << 20} B)" in recorded[sitemaps.url + "bomb.xml"], recorded
 
 
+@dataclass(frozen=True)
+class Stores:
+    """Where a crawl keeps its state: the embedded frontier and a SQLite product DB, or a Redis frontier
+    (its keys under a prefix of this test's) and a PostgreSQL database of this test's."""
+
+    database: str
+    redis_url: str = ""
+    prefix: str = ""
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        """The ``-s`` options that point a crawl, and ``recordhound frontier``, at this frontier."""
+        if not self.redis_url:
+            return ()
+        return "-s", f"RECORDHOUND_REDIS_URL={self.redis_url}", "-s", f"RECORDHOUND_REDIS_PREFIX={self.prefix}"
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
+    if request.param == "embedded":
+        yield Stores(f"sqlite:///{tmp_path / 'p.sqlite3'}")
+        return
+    url, prefix = redis_url(), unique_prefix()
+    with PostgresDatabase() as database:
+        try:
+            yield Stores(database.url, url, prefix)
+        finally:
+            client = connect(url)
+            try:
+                for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+                    client.unlink(key)
+            finally:
+                client.close()
+
+
+def _frontier(tmp_path: Path, stores: Stores, *args: str) -> subprocess.CompletedProcess[str]:
+    """``recordhound frontier ARGS`` on the crawls' frontier, run where the crawls ran."""
+    return subprocess.run([sys.executable, "-m", "recordhound", "frontier", *stores.settings, *args], cwd=tmp_path,
+                          env=crawl_env(), capture_output=True, text=True, timeout=120)
+
+
+def _dead_letters(tmp_path: Path, stores: Stores) -> list[dict[str, Any]]:
+    """The crawl's ``failed`` (``recordhound frontier failed --json``): url, reason, attempts of each."""
+    shown = _frontier(tmp_path, stores, "failed", "--source", "sitemapped", "--json")
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    return json.loads(shown.stdout)
+
+
+def _assert_frontier_consistent(tmp_path: Path, stores: Stores, truth: dict[str, Any]) -> None:
+    """``failed`` holds exactly the shop's known fault pages of the section (the Shopify-like one has
+    none), nothing is left queued or leased, and the frontier's consistency checks (``recordhound
+    frontier verify``) find nothing."""
+    from scrapy.settings import Settings
+
+    from recordhound.config import FrontierConfig
+    from recordhound.frontier.status import opened, verify
+
+    settings = Settings()
+    settings.setmodule("recordhound.settings")
+    settings.setdict({"RECORDHOUND_FRONTIER_DIR": str(tmp_path / ".recordhound" / "frontier"),
+                      "RECORDHOUND_REDIS_URL": stores.redis_url, "RECORDHOUND_REDIS_PREFIX": stores.prefix})
+    config = FrontierConfig.from_settings(settings)
+    with opened(config, "sitemapped") as backend:
+        failed, counts = sorted(urlsplit(d.url).path for d in backend.dead_letters()), backend.counts()
+    assert failed == sorted(truth["faults"][f] for f in FAILED_FAULTS if f in truth["faults"]), failed
+    assert counts.seeded and counts.status == "completed" and counts.queued == counts.leased_total == 0, counts
+    assert verify(config, "sitemapped") == []
+
+
 def test_a_node_killed_while_it_expands_a_sitemap_whose_lastmods_moved_fetches_each_moved_page_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
     """The products sitemap is read again after the shop's prices moved; the node dies after it wrote
     a few of the moved pages to the frontier, before the sitemap's ack. Resumed, the sitemap is read
     again from the same state: the pages written before the kill are not queued a second time (a
     moved page's fingerprint is its URL's with the sitemap's read), so each moved page is fetched once
-    more in all, and the product DB matches the shop's truth."""
+    more in all; the product DB matches the shop's truth field by field (IDs 1..n, and on PostgreSQL
+    every sequence at max(id)), ``failed`` holds only the shop's known fault pages, and the frontier
+    is consistent."""
     seed, releases = 7, 120
     moved, paths, after = _moved_by_epoch_one(seed, releases)
     with ShopProcess(releases, seed=seed) as shop:
         profile = _profile(tmp_path, shop, recrawl={"listing": "1s"})
-        database = f"sqlite:///{tmp_path / 'p.sqlite3'}"
-        small_batches = ("-s", "RECORDHOUND_FRONTIER_PUSH_BATCH=5", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000")
-        first = run_crawl(tmp_path, database, "-a", f"source={profile}", *small_batches)
+        settings = ("-s", "RECORDHOUND_FRONTIER_PUSH_BATCH=5", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000",
+                    *stores.settings)
+        first = run_crawl(tmp_path, stores.database, "-a", f"source={profile}", *settings)
         assert first.returncode == 0, first.stderr[-3000:]
         assert shop.get_json("/_next_epoch")["epoch"] == 1
         time.sleep(1.5)  # the sitemap is due again
         monkeypatch.setenv("RECORDHOUND_FAILPOINTS", "frontier.after_flush=kill@3")
-        killed = run_crawl(tmp_path, database, "-a", f"source={profile}", *small_batches)
+        killed = run_crawl(tmp_path, stores.database, "-a", f"source={profile}", *settings)
         assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
         monkeypatch.delenv("RECORDHOUND_FAILPOINTS")
-        resumed = run_crawl(tmp_path, database, "-a", f"source={profile}", *small_batches)
+        resumed = run_crawl(tmp_path, stores.database, "-a", f"source={profile}", *settings)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         fetched = {path: len(times) for path, times in shop.stats()["fetched_at"].items() if path in paths}
         sitemap_reads = shop.hits()[PRODUCTS_SITEMAP]
     assert sitemap_reads >= 3, sitemap_reads  # read, read again (killed), read again from the same state
     assert fetched == {path: 2 if path in moved else 1 for path in paths}
-    assert_product_db_matches(database, after)
+    assert_product_db_matches(stores.database, after)  # field by field; IDs consecutive, sequences not behind
+    _assert_frontier_consistent(tmp_path, stores, after)
+
+
+def _page(shop: ShopProcess, path: str) -> tuple[str, bytes]:
+    """The shop's page at ``path`` as it is now, to be served by a StaticServer."""
+    with urllib.request.urlopen(shop.url.rstrip("/") + path, timeout=60) as response:
+        return response.headers["Content-Type"], response.read()
+
+
+def _sitemap(site: str, lastmods: dict[str, str]) -> tuple[str, bytes]:
+    """A urlset of the pages at ``site``: product path → its lastmod."""
+    entries = "".join(f"<url><loc>{site.rstrip('/')}{path}</loc><lastmod>{lastmod}</lastmod></url>"
+                      for path, lastmod in lastmods.items())
+    return "application/xml", (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/'
+                               f'schemas/sitemap/0.9">{entries}</urlset>\n').encode()
+
+
+def test_a_moved_sitemap_product_whose_refetch_keeps_failing_waits_in_failed_until_retried(
+        tmp_path: Path, stores: Stores) -> None:
+    """The shop's pages and products sitemap, served by a StaticServer: the prices move and with them
+    the moved products' lastmods, and one moved product answers 503 to every try. It is not lost: it
+    lands in ``failed`` with its reason (its old price kept meanwhile); the next read of the sitemap
+    (its lastmod unchanged) does not fetch it again; ``recordhound frontier retry`` sends it once more
+    and the product DB matches the shop's truth."""
+    seed, releases, tries = 7, 120, 3
+    moved, paths, after = _moved_by_epoch_one(seed, releases)
+    broken = sorted(moved)[0]
+    with ShopProcess(releases, seed=seed) as shop:
+        before = shop.truth()["sections"]["shopify"]
+        pages = {path: _page(shop, path) for path in paths}
+        assert shop.get_json("/_next_epoch")["epoch"] == 1
+        moved_pages = {path: _page(shop, path) for path in moved}
+    with StaticServer(pages) as site:
+        site.pages["/sm.xml"] = _sitemap(site.url, dict.fromkeys(sorted(paths), "2026-01-01"))
+        document = {"name": "sitemapped", "base_url": site.url, "start_urls": ["/shopify/collections/all"],
+                    "recrawl": {"listing": "1s"},
+                    **SITEMAP_PROFILE, "sitemap": {"urls": ["/sm.xml"], "follow": ["/products/"], "only": True}}
+        profile = tmp_path / "sitemapped.yaml"
+        profile.write_text(yaml.safe_dump(document))
+        settings = ("-a", f"source={profile}", "-s", "RECORDHOUND_PRICE_REVIEW_THRESHOLD=1000",
+                    "-s", f"RECORDHOUND_RETRY_MAX_ATTEMPTS={tries}", "-s", "RECORDHOUND_RETRY_BASE_SECONDS=0.1",
+                    *stores.settings)
+
+        def crawl() -> dict[str, int]:
+            """One crawl, which must exit 0; the product pages it fetched (path → how often)."""
+            hits = dict(site.hits)
+            result = run_crawl(tmp_path, stores.database, *settings)
+            assert result.returncode == 0, result.stderr[-3000:]
+            return {path: n - hits.get(path, 0) for path, n in site.hits.items()
+                    if n > hits.get(path, 0) and path not in ("/sm.xml", "/robots.txt")}
+
+        assert crawl() == dict.fromkeys(paths, 1)
+        assert_product_db_matches(stores.database, before)
+        site.pages.update(moved_pages)
+        lastmods = {path: "2026-02-02" if path in moved else "2026-01-01" for path in sorted(paths)}
+        site.pages["/sm.xml"] = _sitemap(site.url, lastmods)
+        site.statuses[broken] = 503
+        time.sleep(1.5)  # the sitemap is due again
+        assert crawl() == {**dict.fromkeys(moved, 1), broken: tries}
+        (letter,) = _dead_letters(tmp_path, stores)
+        assert letter["url"] == site.url.rstrip("/") + broken and letter["group"] == "http_503", letter
+        assert "503" in letter["reason"] and len(letter["attempts"]) == tries, letter
+        # the moved product not fetched keeps what was stored of it before: nothing is lost meanwhile
+        kept = {**after, "offers": [o for o in after["offers"] if o["path"] != broken]
+                + [o for o in before["offers"] if o["path"] == broken]}
+        assert_product_db_matches(stores.database, kept)
+
+        del site.statuses[broken]  # the page answers again; its lastmod in the sitemap stands
+        time.sleep(1.5)  # the sitemap is due again
+        reads = site.hits["/sm.xml"]
+        assert crawl() == {}  # the failed page not fetched, nor any other...
+        assert site.hits["/sm.xml"] > reads  # ...though the sitemap was read again
+        assert [dead["url"] for dead in _dead_letters(tmp_path, stores)] == [letter["url"]]
+
+        retried = _frontier(tmp_path, stores, "retry", "--source", "sitemapped", "--url", letter["url"])
+        assert retried.returncode == 0, retried.stdout + retried.stderr[-3000:]
+        fetched = crawl()
+    assert fetched == {broken: 1}, fetched
+    assert_product_db_matches(stores.database, after)  # field by field; IDs consecutive, sequences not behind
+    _assert_frontier_consistent(tmp_path, stores, after)
 
 
 def _urlset_dated(urls: list[str], lastmod: str) -> bytes:
