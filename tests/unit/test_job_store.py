@@ -55,6 +55,23 @@ def test_a_stopping_job_whose_worker_is_gone_ends_stopped_not_run_again(engine: 
     assert taken is not None and taken.id == job.id and taken.doc["attempts"] == 2
 
 
+def test_a_stopping_job_whose_crawl_ran_on_scrapyd_is_taken_stopping_only_by_a_worker_that_reaches_scrapyd(
+        engine: Engine) -> None:
+    """Its crawl may outlive its dead worker on scrapyd: a worker with a scrapyd target takes the job,
+    still stopping (to cancel that crawl first), without counting an attempt; a worker without one
+    cannot, and leaves it as before (stopped)."""
+    job = _job(engine)
+    store.claim(engine, "h:1", 30, lambda _: True)
+    store.update_job(engine, job.id, {"external": "shop--job1-1"}, "h:1")
+    assert store.request(engine, job.id, "stop").status == states.STOPPING
+    taken = store.claim(engine, "h:2", 30, lambda worker: worker != "h:1", stops_external=True)
+    assert taken is not None and taken.status == states.STOPPING, taken
+    assert (taken.doc["worker"], taken.doc["taken_over"], taken.doc["attempts"]) == ("h:2", "h:1", 1)
+    assert store.claim(engine, "h:3", 30, lambda worker: worker != "h:1") is None  # h:2 holds it now
+    assert store.claim(engine, "h:3", 30, lambda _: False) is None  # h:2 gone too, h:3 without scrapyd
+    assert store.get(engine, job.id).status == states.STOPPED
+
+
 def test_stop_resume_start_and_a_schedule_coming_due(engine: Engine) -> None:
     job = _job(engine)
     assert store.request(engine, job.id, "stop").status == states.STOPPED  # queued: stopped at once
