@@ -78,7 +78,7 @@ def _job_rows(jobs: list[store.Job]) -> list[dict[str, Any]]:
                      "status": job.status, "attempts": doc.get("attempts", 0), "last_error": doc.get("last_error") or "",
                      "done": progress.get("done") or 0, "total": progress.get("total"), "unit": progress.get("unit") or "",
                      "latency": latency, "schedule": doc.get("schedule") or {}, "worker": doc.get("worker") or "",
-                     "can_stop": job.status in states.STOPPABLE, "can_start": job.status in states.STARTABLE})
+                     "can_stop": store.stoppable(doc), "can_start": job.status in states.STARTABLE})
     return rows
 
 

@@ -25,6 +25,7 @@ from recordhound.sources import load_profile
 logger = logging.getLogger(__name__)
 Beat = Callable[[dict[str, Any]], str]  # progress changes → the job's status now
 LOG_DIR = os.path.join(".recordhound", "logs")
+STOP_BEAT_SECONDS = 1.0  # while a crawl stops, the job's heartbeat is written this often
 
 
 class JobFailed(RecordhoundError):
@@ -42,16 +43,19 @@ def run_import(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Bea
     engine = open_database(store.database_url)
     writer = open_writer(engine, store, review, trusted=profile.trusted or review.trust_new_entities)
     status = {"now": states.RUNNING}
-    total = {"lines": 0}
+    total, first = {"lines": 0}, {"line": 0}
 
     def progress(line: int) -> None:
-        status["now"] = beat({"progress": {"done": line, "total": total["lines"], "unit": "lines"}})
+        changes: dict[str, Any] = {"progress": {"done": line, "total": total["lines"], "unit": "lines"}}
+        if first["line"] and line >= first["line"]:  # this run's first batch is in: its "first page"
+            changes["first_page_at"], first["line"] = time.time(), 0
+        status["now"] = beat(changes)
 
     run = FileImport(profile, job.doc.get("file") or profile.location, engine, writer, config.import_batch,
                      progress=progress, should_stop=lambda: status["now"] == states.STOPPING)
-    source_id, first, total["lines"] = run.prepare(restart=bool(job.doc.get("restart")))
-    beat({"progress": {"done": first - 1, "total": total["lines"], "unit": "lines"}, "restart": False})
-    result = run.run(source_id, first, total["lines"])
+    source_id, first["line"], total["lines"] = run.prepare(restart=bool(job.doc.get("restart")))
+    beat({"progress": {"done": first["line"] - 1, "total": total["lines"], "unit": "lines"}, "restart": False})
+    result = run.run(source_id, first["line"], total["lines"])
     return states.STOPPED if result.stopped else states.DONE
 
 
@@ -77,6 +81,11 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings"),
            **orphans.env(config.stop_seconds)}
     pages = FramePages(job, settings)
+    try:
+        pages.restart_if_asked(beat)
+    except BaseException:
+        pages.close()
+        raise
     process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     stopping = False
@@ -93,34 +102,47 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
         beat(pages.progress(None))  # the counts of the crawl's end, not of the last look
     finally:
         if process.poll() is None:  # the worker itself is stopping: let the crawl return its leases
-            _stop_crawl(process, config.stop_seconds)
+            _stop_crawl(process, config.stop_seconds, beat, signalled=stopping)
         pages.close()
     if process.returncode != 0:
         raise JobFailed(f"the crawl exited with code {process.returncode} (log: {LOG_DIR}/job-{job.id}.log)")
     return states.STOPPED if stopping else states.DONE
 
 
-def _stop_crawl(process: subprocess.Popen[bytes], seconds: float) -> None:
-    """SIGTERM, then SIGKILL after ``seconds``: the worker's own stop is never replaced by a
-    timeout, and no crawl outlives its worker (a killed node's leases expire and return). A second
-    stop of the worker meanwhile (another Ctrl-C) is passed on as a second SIGTERM, Scrapy's forced
-    stop, and the crawl is still waited for."""
-    process.send_signal(signal.SIGTERM)
+def _stop_crawl(process: subprocess.Popen[bytes], seconds: float, beat: Beat, signalled: bool = False) -> None:
+    """SIGTERM (not again when a person's stop sent it already: a second one is Scrapy's forced stop),
+    then SIGKILL after ``seconds``: the worker's own stop is never replaced by a timeout, and no crawl
+    outlives its worker (a killed node's leases expire and return). The job's heartbeat is written
+    while the crawl closes (a close may outlast the worker lease: the job is not another worker's to
+    take over meanwhile). A second stop of the worker meanwhile (another Ctrl-C) is passed on as a
+    second SIGTERM, Scrapy's forced stop, and the crawl is still waited for."""
+    if not signalled:
+        process.send_signal(signal.SIGTERM)
     deadline: float | None = time.monotonic() + seconds
     forced = False
     while process.poll() is None:
         try:
-            process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if deadline is not None and time.monotonic() >= deadline:
+                logger.warning("The crawl (pid %d) did not stop within %.0f s: killed", process.pid, seconds)
+                process.kill()
+                deadline = None
+            left = STOP_BEAT_SECONDS if deadline is None else deadline - time.monotonic()
+            process.wait(max(0.0, min(STOP_BEAT_SECONDS, left)))
         except subprocess.TimeoutExpired:
-            logger.warning("The crawl (pid %d) did not stop within %.0f s: killed", process.pid, seconds)
-            process.kill()
-            deadline = None
+            _beat_while_stopping(beat)
         except KeyboardInterrupt:
             if not forced:
                 forced = True
                 logger.warning("Stopping the crawl (pid %d) at once: what it did not ack is fetched again",
                                process.pid)
                 process.send_signal(signal.SIGTERM)
+
+
+def _beat_while_stopping(beat: Beat) -> None:
+    try:
+        beat({})
+    except Exception as exc:  # noqa: BLE001 - the stop goes on whatever the job store says (taken over, down)
+        logger.debug("No heartbeat while the crawl stops: %s", exc)
 
 
 class FramePages:
@@ -132,7 +154,7 @@ class FramePages:
 
         config = FrontierConfig.from_settings(settings)
         profile = load_profile(job.doc["profile"], settings.getlist("RECORDHOUND_PROFILES_DIRS"))
-        self.backend = make_backend(config, crawl_name(config, profile), timeout=10.0)
+        self.job, self.backend = job, make_backend(config, crawl_name(config, profile), timeout=10.0)
         self.opened = False
         self.first_page = False
         self.base: int | None = None  # pages done before this run (a resumed crawl has some)
@@ -156,6 +178,20 @@ class FramePages:
             changes["first_page_at"] = time.time()
         return changes
 
+    def restart_if_asked(self, beat: Beat) -> None:
+        """``job start`` (run it again from the beginning): the crawl's frontier is reset before its first
+        node starts, then the job says so (a worker that takes the job over after that does not reset it
+        again; one that takes it over before resets a crawl that has not started)."""
+        if not self.job.doc.get("restart"):
+            return
+        if not self.opened:
+            self.backend.open()
+            self.opened = True
+        self.backend.reset()
+        self.base = None  # this run's pages are counted from the reset
+        logger.info("%s: the crawl's frontier is reset (job start: from the beginning)", self.job.name)
+        beat({"restart": False})
+
     def close(self) -> None:
         if self.opened:
             self.backend.close()
@@ -176,13 +212,15 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
         logger.info("%s: following scrapyd job %s, which its last worker started", job.name, external)
     elif job.status == states.STOPPING:
         return states.STOPPED
-    else:
-        args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url") else {})}
-        name = f"{_scrapyd_prefix(job)}{job.doc.get('attempts', 1)}"
-        external = client.schedule("catalog", 1, dict(overrides), args, job_ids=[name])[0]
     pages = FramePages(job, settings)
     stopping = False
     try:
+        if external is None:
+            pages.restart_if_asked(beat)
+            args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url")
+                                                          else {})}
+            name = f"{_scrapyd_prefix(job)}{job.doc.get('attempts', 1)}"
+            external = client.schedule("catalog", 1, dict(overrides), args, job_ids=[name])[0]
         while (where := _scrapyd_state(client.jobs(), external)) != "finished":
             if where is None:  # cancelled while pending, or scrapyd restarted: it will not finish
                 if stopping:

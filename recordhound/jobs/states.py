@@ -14,5 +14,6 @@ HELD = frozenset({RUNNING, STOPPING})  # a worker holds the job
 STARTABLE = frozenset({STOPPED, DONE, FAILED})  # start/resume puts it back in the queue
 STOPPABLE = frozenset({QUEUED, RUNNING})
 TERMINAL = frozenset({STOPPED, DONE, FAILED})
+RUN_ENDS = frozenset({DONE, FAILED})  # a run's own ends: a scheduled job comes due again after them
 
 CRAWL, IMPORT = "crawl", "import"  # what a job does: crawl a shop's profile, import a file

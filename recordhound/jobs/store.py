@@ -69,7 +69,9 @@ def create(engine: Engine, name: str, kind: str, location: str, doc: dict[str, A
         return {"attempts": 0, "last_error": None, "progress": {"done": 0, "total": None},
                 "schedule": {"every_hours": None, "follow": False}, **doc,
                 "status": states.QUEUED, "created_at": now, "next_run_at": None,
-                "restart": True}  # a new job (a new upload under the same name): from its first line
+                # a new import (a new upload under the same name) reads from its first line; a new crawl
+                # job goes on with the source's crawl as `scrapy crawl` does (its recrawl schedule kept)
+                "restart": doc.get("type") != states.CRAWL}
 
     return _change(engine, source_id, change)
 
@@ -102,13 +104,20 @@ def request(engine: Engine, job_id: int, action: str) -> Job:
     """A person's start / stop / resume."""
     def change(job: dict[str, Any]) -> dict[str, Any]:
         status = job.get("status")
-        if action == "stop" and status in states.STOPPABLE:
-            return {**job, "status": states.STOPPED if status == states.QUEUED else states.STOPPING}
+        if action == "stop" and stoppable(job):  # a schedule waiting ends; resume runs the job and it goes on
+            return {**job, "next_run_at": None,
+                    "status": states.STOPPING if status == states.RUNNING else states.STOPPED}
         if action in ("start", "resume") and status in states.STARTABLE:
             return {**job, "status": states.QUEUED, "next_run_at": None, "restart": action == "start"}
         raise JobError(f"job:parse_source:{job_id} is {status}: it cannot {action} now")
 
     return _change(engine, job_id, change)
+
+
+def stoppable(job: dict[str, Any]) -> bool:
+    """Queued, running, or waiting for its schedule to come due (done or failed, its next run set)."""
+    status = job.get("status")
+    return status in states.STOPPABLE or (status in states.RUN_ENDS and bool(job.get("next_run_at")))
 
 
 def claim(engine: Engine, worker: str, lease_seconds: float, alive: Callable[[str], bool],
@@ -144,7 +153,7 @@ def _runnable(job: dict[str, Any], now: float, lease_seconds: float, alive: Call
     status = job.get("status")
     if status == states.QUEUED:
         return True
-    if status == states.DONE:
+    if status in states.RUN_ENDS:  # a scheduled job comes due again, also after a run that failed
         return bool(job.get("next_run_at")) and float(job["next_run_at"]) <= now
     if status in states.HELD:
         stale = now - float(job.get("heartbeat") or 0) > lease_seconds

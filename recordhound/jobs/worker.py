@@ -19,10 +19,14 @@ from typing import Any
 from scrapy.settings import BaseSettings
 from sqlalchemy import Engine
 
+from recordhound.backoff import backoff_seconds
+from recordhound.catalog.errors import is_transient
+from recordhound.exceptions import RecordhoundError
 from recordhound.jobs import runners, states, store
 from recordhound.jobs.config import WorkerConfig
 
 logger = logging.getLogger(__name__)
+OUTAGE_CAP_SECONDS = 10.0  # the longest wait between two tries of a job store (the product DB) that is down
 
 
 def process_alive(worker: str) -> bool:
@@ -55,9 +59,18 @@ class Worker:
         if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # not under nohup
             signal.signal(signal.SIGHUP, self._stop)
         logger.info("Worker %s started", self.id)
+        down = 0  # tries of the job store that failed in a row
         while not self.stopping:
-            job = store.claim(self.engine, self.id, self.config.lease_seconds, process_alive,
-                              stops_external=bool(self.config.scrapyd_target))
+            try:
+                job = store.claim(self.engine, self.id, self.config.lease_seconds, process_alive,
+                                  stops_external=bool(self.config.scrapyd_target))
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                down += 1
+                time.sleep(_unreachable(exc, down, "waiting for a job"))
+                continue
+            down = 0
             if job is None:
                 if once:
                     break
@@ -85,8 +98,11 @@ class Worker:
             logger.warning("%s: %s", job.name, exc)
             return
         except Exception as exc:  # noqa: BLE001 - any failure of a run is the job's last error
-            logger.exception("%s failed", job.name)
-            self._end(job, states.FAILED, f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, RecordhoundError):  # a missing file, an invalid profile: one line says it
+                logger.error("%s failed: %s", job.name, _one_line(exc))
+            else:
+                logger.exception("%s failed", job.name)
+            self._end(job, states.FAILED, f"{type(exc).__name__}: {_one_line(exc)}")
             return
         self._end(job, outcome, None)
 
@@ -97,8 +113,23 @@ class Worker:
             return False
 
     def _run(self, job: store.Job) -> str:
+        status, down = job.status, 0
+
         def beat(changes: dict[str, Any]) -> str:
-            return store.update_job(self.engine, job.id, {**changes, "heartbeat": time.time()}, self.id).status
+            """The job's progress and heartbeat written; its status now. The job store down: the run goes
+            on (its status as last read), and its heartbeat is written again once the store is back."""
+            nonlocal status, down
+            try:
+                status = store.update_job(self.engine, job.id, {**changes, "heartbeat": time.time()}, self.id).status
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                down += 1
+                if down == 1 or down % 20 == 0:  # a beat each poll: not a line each
+                    _unreachable(exc, down, f"{job.name} runs on")
+            else:
+                down = 0
+            return status
 
         if job.doc.get("type") == states.IMPORT:
             return runners.run_import(job, self.settings, self.config, beat)
@@ -107,15 +138,44 @@ class Worker:
         return runners.run_crawl(job, self.settings, self.config, beat, self.overrides)
 
     def _end(self, job: store.Job, status: str, error: str | None) -> None:
+        """Record how the run ended. A scheduled job (``every_hours``) comes due again after a run that
+        ended done or failed (one failed run does not end its schedule). The job store down: tried again
+        until it is back, unless the worker is stopping (then the next worker takes the job over)."""
         every = (job.doc.get("schedule") or {}).get("every_hours")
         now = time.time()
-        changes: dict[str, Any] = {"status": status, "finished_at": now, "pid": None}
+        changes: dict[str, Any] = {"status": status, "finished_at": now, "pid": None,
+                                   "next_run_at": now + float(every) * 3600 if every and status in states.RUN_ENDS
+                                   else None}
         if error is not None:
             changes["last_error"] = error
-        if status == states.DONE and every:
-            changes["next_run_at"] = now + float(every) * 3600
-        try:
-            store.update_job(self.engine, job.id, changes, self.id)
-        except store.JobError as exc:
-            logger.warning("%s: %s", job.name, exc)
+        down = 0
+        while True:
+            try:
+                store.update_job(self.engine, job.id, changes, self.id)
+                break
+            except store.JobError as exc:
+                logger.warning("%s: %s", job.name, exc)
+                break
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                if self.stopping:
+                    logger.warning("%s ended %s, not recorded (the job store is unreachable: %s): the next worker "
+                                   "takes it over", job.name, status, _one_line(exc))
+                    break
+                down += 1
+                time.sleep(_unreachable(exc, down, f"{job.name} ended {status}"))
         logger.info("%s: %s%s", job.name, status, f" ({error})" if error else "")
+
+
+def _unreachable(exc: BaseException, attempt: int, doing: str) -> float:
+    """Say that the job store (the product DB) is down, in one line; how long to wait before the next try."""
+    delay = backoff_seconds(attempt, OUTAGE_CAP_SECONDS)
+    logger.warning("The job store (product DB) is unreachable (%s): %s; tried again in %.1f s",
+                   _one_line(exc), doing, delay)
+    return delay
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error's message, first line only (SQLAlchemy's add the SQL and a link below it)."""
+    return next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__

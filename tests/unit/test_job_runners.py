@@ -1,6 +1,7 @@
 """A worker's crawl runs: a crawl that ignores SIGTERM is killed after the stop time (the worker's
 own stop is not replaced by a timeout), a second stop of the worker forces its crawl and still waits
-for it, and a scrapyd job that scrapyd no longer lists is noticed."""
+for it, one a person's stop signalled already gets no second SIGTERM, and a scrapyd job that scrapyd
+no longer lists is noticed."""
 
 from __future__ import annotations
 
@@ -19,6 +20,15 @@ STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); 
 # as Scrapy takes SIGTERMs: the first starts a (here endless) graceful stop, the second forces it
 TWICE = ("import os, signal, time\nseen = []\ndef term(*_):\n    seen.append(1)\n    if len(seen) == 2:\n"
          "        os._exit(2)\nsignal.signal(signal.SIGTERM, term)\nprint('up', flush=True)\ntime.sleep(60)")
+
+# a crawl whose graceful close takes 2.5 s; it exits with the number of SIGTERMs it got (two: forced at once)
+SLOW_CLOSE = ("import os, signal, time\nseen = []\ndef term(*_):\n    seen.append(1)\n    if len(seen) == 2:\n"
+              "        os._exit(2)\nsignal.signal(signal.SIGTERM, term)\nprint('up', flush=True)\n"
+              "while not seen:\n    time.sleep(0.05)\ntime.sleep(2.5)\nos._exit(len(seen))")
+
+
+def _beat(changes: dict[str, object]) -> str:
+    return "running"
 
 
 @contextlib.contextmanager
@@ -39,7 +49,7 @@ def _crawl_like(code: str) -> Iterator[subprocess.Popen[bytes]]:
 def test_a_crawl_that_ignores_sigterm_is_killed_after_the_stop_time() -> None:
     with _crawl_like(STUBBORN) as process:
         started = time.monotonic()
-        _stop_crawl(process, 1.0)
+        _stop_crawl(process, 1.0, _beat)
         assert process.returncode == -signal.SIGKILL
         assert time.monotonic() - started < 30
 
@@ -56,5 +66,17 @@ def test_a_second_stop_of_the_worker_forces_its_crawl_and_still_waits_for_it() -
     SIGTERM (Scrapy's forced stop) and the crawl is still waited for."""
     with _crawl_like(TWICE) as process:
         threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
-        _stop_crawl(process, 30.0)
+        _stop_crawl(process, 30.0, _beat)
         assert process.returncode == 2, "the crawl got its second SIGTERM and was waited for"
+
+
+def test_a_worker_stopped_after_a_person_s_stop_sends_no_second_sigterm_and_beats_while_it_waits() -> None:
+    """The person's stop sent the crawl its SIGTERM (``signalled``); the worker's own stop then waits for
+    that close: no second SIGTERM (Scrapy's forced stop), and the job's heartbeat written meanwhile (the
+    close may outlast the worker lease)."""
+    beats: list[dict[str, object]] = []
+    with _crawl_like(SLOW_CLOSE) as process:
+        process.send_signal(signal.SIGTERM)  # the person's stop, sent by the worker's run loop
+        _stop_crawl(process, 30.0, lambda changes: beats.append(changes) or "stopping", signalled=True)
+        assert process.returncode == 1, "one SIGTERM in all: the close ran its course"
+    assert len(beats) >= 2, beats  # one a second while the crawl closed

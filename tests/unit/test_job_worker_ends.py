@@ -1,0 +1,77 @@
+"""How a worker's run of a job ends, on a SQLite product DB with a real import: a scheduled job comes due
+again after a run that failed, and a schedule waiting for its next run can be stopped; an import records
+when its first batch was in; a user error (a file gone) is one line in the job and in the worker's log."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+from sqlalchemy import Engine
+
+from recordhound.demo import feeds
+from recordhound.demo.catalog import Catalog
+from recordhound.jobs import create, states, store
+from recordhound.jobs.config import WorkerConfig
+from recordhound.jobs.worker import Worker
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.chdir(tmp_path)
+    found = Settings()
+    found.setmodule("recordhound.settings")
+    found.setdict({"RECORDHOUND_DATABASE_URL": f"sqlite:///{tmp_path / 'product.sqlite3'}", "RECORDHOUND_REDIS_URL": "",
+                   "RECORDHOUND_TRUST_NEW_ENTITIES": True, "RECORDHOUND_WORKER_POLL_SECONDS": 0.1})
+    return found
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Engine:
+    from recordhound.config import StoreConfig
+    from recordhound.db.migrate import open_database
+
+    return open_database(StoreConfig.from_settings(settings).database_url)
+
+
+def _worker(engine: Engine, settings: Settings) -> Worker:
+    return Worker(engine, settings, WorkerConfig.from_settings(settings), [])
+
+
+def test_a_scheduled_import_that_failed_comes_due_again_and_its_waiting_schedule_can_be_stopped(
+        tmp_path: Path, settings: Settings, engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(feeds.to_csv(Catalog(20, seed=3)))
+    job = create.import_job(engine, settings, "demo_feed", str(feed), every_hours=1)
+    os.remove(feed)  # gone when the run comes: the run fails
+    with caplog.at_level(logging.INFO):
+        assert _worker(engine, settings).run(once=True) == 1
+    failed = store.get(engine, job.id)
+    assert failed.status == states.FAILED and failed.doc["last_error"].startswith("SourceFileError: "), failed.doc
+    assert "\n" not in failed.doc["last_error"] and str(feed) in failed.doc["last_error"]
+    assert 3590 < failed.doc["next_run_at"] - time.time() <= 3600, failed.doc  # its schedule goes on
+    told = [r for r in caplog.records if r.name == "recordhound.jobs.worker" and r.levelno >= logging.ERROR]
+    assert [r.exc_info for r in told] == [None] and str(feed) in told[0].getMessage()  # one line, no traceback
+    store.update_job(engine, job.id, {"next_run_at": time.time() - 1})
+    assert store.claim(engine, "h:1", 30, lambda _: True) is not None  # came due: runs again
+    store.update_job(engine, job.id, {"status": states.DONE, "next_run_at": time.time() + 3600}, "h:1")
+    assert store.stoppable(store.get(engine, job.id).doc)
+    stopped = store.request(engine, job.id, "stop")  # the schedule waiting: stopped
+    assert (stopped.status, stopped.doc["next_run_at"]) == (states.STOPPED, None)
+    assert store.claim(engine, "h:1", 30, lambda _: True) is None
+    assert store.request(engine, job.id, "resume").status == states.QUEUED
+
+
+def test_an_import_job_records_when_its_first_batch_was_in(tmp_path: Path, settings: Settings,
+                                                           engine: Engine) -> None:
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(feeds.to_csv(Catalog(30, seed=4)))
+    job = create.import_job(engine, settings, "demo_feed", str(feed))
+    assert _worker(engine, settings).run(once=True) == 1
+    done = store.get(engine, job.id).doc
+    assert done["status"] == states.DONE, done
+    assert done["started_at"] <= done["first_page_at"] <= done["finished_at"], done
