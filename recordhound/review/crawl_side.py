@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    DECIDED, ENTRIES, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, REVISION, SOURCES_KEPT, Origin,
+    DECIDED, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, REVISION, SOURCES_KEPT, Origin,
     Parked, PriceHold, Side, Unknown, _entry, _now, index_key, revision, waiting,
 )
 from recordhound.text import preferred_spelling
@@ -81,15 +81,18 @@ class CrawlSide(Side):
 
     def withdraw_prices(self, offer_ids: list[int]) -> int:
         """These offers are shown at the price now stored (the old one again, or a change under the
-        threshold, written): a change of theirs still pending is stale (approving it would write a price
-        the shop no longer shows): superseded, with the reason. Returns how many."""
+        threshold, written): a change of theirs still pending, or expired unanswered (``review retry``
+        would ask it again), is stale (approving it would write a price the shop no longer shows):
+        superseded, with the reason; an expired one's job leaves the failed queue. Returns how many."""
         def work(txn: Txn) -> int:
             refs = txn.get_many(INDEX, [index_key("price", str(offer_id)) for offer_id in offer_ids])
             entries = txn.get_many(ENTRIES, [str(ref["id"]) for ref in refs.values()]) if refs else {}
             withdrawn = 0
             for entry in entries.values():
-                if entry["status"] == "pending":
+                if entry["status"] in ("pending", "expired"):
                     txn.delete(PRICES, str(entry["id"]))
+                    if entry["status"] == "expired":
+                        txn.delete(FAILED, str(entry["decision"]))
                     txn.put(ENTRIES, str(entry["id"]), {
                         **entry, "status": "superseded", "decided_at": _now(),
                         "reason": "withdrawn: a crawl saw the offer at its stored price again"})
