@@ -54,7 +54,8 @@ def _assert_crawl_matches_truth(tmp_path: Path, database_url: str, truth: dict[s
     assert_product_db_matches(database_url, truth)  # field by field; IDs consecutive, sequences at max(id)
     settings = Settings()
     settings.setmodule("recordhound.settings")
-    settings.setdict({"RECORDHOUND_FRONTIER_DIR": str(tmp_path / ".recordhound" / "frontier"), "RECORDHOUND_REDIS_URL": ""})
+    settings.setdict({"RECORDHOUND_FRONTIER_DIR": str(tmp_path / ".recordhound" / "frontier"),
+                      "RECORDHOUND_REDIS_URL": ""})
     config = FrontierConfig.from_settings(settings)
     with opened(config, "demo") as backend:
         failed = sorted(first_url(json.loads(payload)).split("/", 3)[-1] for payload, _ in backend.failures(10_000))
@@ -168,4 +169,32 @@ def test_a_worker_whose_crawl_closes_longer_than_the_lease_is_not_taken_over_whi
                 if worker is not None:
                     kill_group_if_running(worker)
         assert job["attempts"] == 2 and not job.get("taken_over"), job  # queued by worker 1, not taken over
+        _assert_crawl_matches_truth(tmp_path, database, shop.truth())
+
+
+def test_job_start_of_a_stopped_crawl_runs_it_again_from_the_beginning(tmp_path: Path,
+                                                                      database: str) -> None:  # noqa: F811
+    """A crawl job stopped part-way, then `job start` (from the beginning, as the admin's button says).
+    Before, it resumed where it stopped (the frontier kept its done pages); now its frontier is reset
+    before the crawl starts: every page the finished job counts was fetched by this run."""
+    with ShopProcess(RELEASES, seed=SEED, throttle=THROTTLE) as shop:
+        assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+        worker = _worker(tmp_path, database, "-s", "RECORDHOUND_WORKER_POLL_SECONDS=0.2")
+        try:
+            wait_for_pages(shop, 60)
+            assert _cli(tmp_path, database, "job", "stop", "1").returncode == 0
+            _until("the job stopped", lambda: _jobs(tmp_path, database)[0]["status"] == "stopped")
+            served = shop.pages_served()
+            assert _cli(tmp_path, database, "job", "start", "1").returncode == 0
+            job = _until("the job done", lambda: next((j for j in _jobs(tmp_path, database)
+                                                       if j["status"] == "done"), None), 240)
+            served = shop.pages_served() - served
+        finally:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(120)
+            kill_group_if_running(worker)
+        progress = job["progress"]
+        assert served >= progress["done"] == progress["total"] > 200, (served, job)  # each done page fetched now
+        assert not job["restart"], job  # said once the reset was done: a take-over does not reset again
         _assert_crawl_matches_truth(tmp_path, database, shop.truth())
