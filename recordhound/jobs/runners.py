@@ -155,6 +155,7 @@ class FramePages:
         config = FrontierConfig.from_settings(settings)
         profile = load_profile(job.doc["profile"], settings.getlist("RECORDHOUND_PROFILES_DIRS"))
         self.job, self.backend = job, make_backend(config, crawl_name(config, profile), timeout=10.0)
+        self.lease_seconds = config.lease_seconds
         self.opened = False
         self.first_page = False
         self.base: int | None = None  # pages done before this run (a resumed crawl has some)
@@ -180,17 +181,23 @@ class FramePages:
 
     def restart_if_asked(self, beat: Beat) -> None:
         """``job start`` (run it again from the beginning): the crawl's frontier is reset before its first
-        node starts, then the job says so (a worker that takes the job over after that does not reset it
-        again; one that takes it over before resets a crawl that has not started)."""
-        if not self.job.doc.get("restart"):
+        node starts (refused while a node of it is alive), then the job says so (a worker that takes the
+        job over after that does not reset it again; one that takes it over before resets a crawl that has
+        not started)."""
+        if not self.job.doc.get("reset_crawl"):
             return
+        from recordhound.frontier.nodes import others_alive
+
         if not self.opened:
             self.backend.open()
             self.opened = True
+        if others_alive(self.backend, self.lease_seconds):  # their leases would vanish under them
+            raise JobFailed(f"{self.job.name}: the crawl has live nodes (another run of it goes on): stop them, "
+                            f"then `job start` again")
         self.backend.reset()
         self.base = None  # this run's pages are counted from the reset
         logger.info("%s: the crawl's frontier is reset (job start: from the beginning)", self.job.name)
-        beat({"restart": False})
+        beat({"reset_crawl": False})
 
     def close(self) -> None:
         if self.opened:

@@ -13,6 +13,9 @@ The job document::
     worker: "host:pid"   heartbeat, created_at, started_at, first_page_at, finished_at: Unix times
     schedule: {every_hours, follow}   next_run_at: when a scheduled job is queued again
     external: the scrapyd job id of a crawl run there
+    restart: an import reads from its first line (a new job, or ``job start``)
+    reset_crawl: a crawl's frontier is reset before it runs (``job start``; a new crawl job goes on with the
+        source's crawl, its recrawl schedule kept, as ``scrapy crawl`` does)
 """
 
 from __future__ import annotations
@@ -69,9 +72,7 @@ def create(engine: Engine, name: str, kind: str, location: str, doc: dict[str, A
         return {"attempts": 0, "last_error": None, "progress": {"done": 0, "total": None},
                 "schedule": {"every_hours": None, "follow": False}, **doc,
                 "status": states.QUEUED, "created_at": now, "next_run_at": None,
-                # a new import (a new upload under the same name) reads from its first line; a new crawl
-                # job goes on with the source's crawl as `scrapy crawl` does (its recrawl schedule kept)
-                "restart": doc.get("type") != states.CRAWL}
+                "restart": True}  # a new job (a new upload under the same name): from its first line
 
     return _change(engine, source_id, change)
 
@@ -108,7 +109,8 @@ def request(engine: Engine, job_id: int, action: str) -> Job:
             return {**job, "next_run_at": None,
                     "status": states.STOPPING if status == states.RUNNING else states.STOPPED}
         if action in ("start", "resume") and status in states.STARTABLE:
-            return {**job, "status": states.QUEUED, "next_run_at": None, "restart": action == "start"}
+            return {**job, "status": states.QUEUED, "next_run_at": None, "restart": action == "start",
+                    "reset_crawl": action == "start"}  # a crawl from a reset frontier (an import: ``restart``)
         raise JobError(f"job:parse_source:{job_id} is {status}: it cannot {action} now")
 
     return _change(engine, job_id, change)

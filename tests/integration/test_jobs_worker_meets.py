@@ -196,5 +196,5 @@ def test_job_start_of_a_stopped_crawl_runs_it_again_from_the_beginning(tmp_path:
             kill_group_if_running(worker)
         progress = job["progress"]
         assert served >= progress["done"] == progress["total"] > 200, (served, job)  # each done page fetched now
-        assert not job["restart"], job  # said once the reset was done: a take-over does not reset again
+        assert job["reset_crawl"] is False, job  # said once the reset was done: a take-over does not reset again
         _assert_crawl_matches_truth(tmp_path, database, shop.truth())

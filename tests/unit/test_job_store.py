@@ -128,3 +128,16 @@ def test_a_worker_stopped_while_its_job_is_being_stopped_leaves_it_stopped(
         with pytest.raises(KeyboardInterrupt):
             worker.run_job(taken)
         assert store.get(engine, job.id).status == ends
+
+
+def test_only_job_start_asks_a_crawl_s_frontier_reset(engine: Engine) -> None:
+    """``reset_crawl`` is set by `job start` alone: a new crawl job, a resume, and every job document
+    written before the flag existed (``restart: True`` from its creation) go on with the source's crawl."""
+    job = _job(engine)
+    assert job.doc["restart"] is True and "reset_crawl" not in job.doc  # as documents written before
+    store.claim(engine, "h:1", 30, lambda _: True)
+    store.update_job(engine, job.id, {"status": states.STOPPED}, "h:1")
+    assert store.request(engine, job.id, "resume").doc["reset_crawl"] is False
+    store.claim(engine, "h:1", 30, lambda _: True)
+    store.update_job(engine, job.id, {"status": states.STOPPED}, "h:1")
+    assert store.request(engine, job.id, "start").doc["reset_crawl"] is True
