@@ -53,6 +53,7 @@ POINTS = {
     "apply.after_settle": "the apply worker wrote a decision and settled its entry; its job not acked",
     "alerts.after_send": "an alert reached its receiver and is not yet recorded as sent",
     "import.after_commit": "a file import committed a batch, last_parsed_line not yet moved",
+    "jobs.scrapyd_scheduled": "a worker scheduled its job's crawl on scrapyd and has not written a beat since",
 }
 
 _lock = threading.Lock()

@@ -15,6 +15,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
+from recordhound import failpoints
 from recordhound.config import FrontierConfig
 from recordhound.exceptions import RecordhoundError
 from recordhound.jobs import orphans, states
@@ -191,9 +192,10 @@ class FramePages:
         if not self.opened:
             self.backend.open()
             self.opened = True
-        if others_alive(self.backend, self.lease_seconds):  # their leases would vanish under them
+        status = self.backend.counts().status  # compare-and-set to "resetting": a node joining waits for the reset
+        if others_alive(self.backend, self.lease_seconds) or not self.backend.begin_reset(status):
             raise JobFailed(f"{self.job.name}: the crawl has live nodes (another run of it goes on): stop them, "
-                            f"then `job start` again")
+                            f"then `job start` again")  # their leases would vanish under them
         self.backend.reset()
         self.base = None  # this run's pages are counted from the reset
         logger.info("%s: the crawl's frontier is reset (job start: from the beginning)", self.job.name)
@@ -227,7 +229,9 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
             args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url")
                                                           else {})}
             name = f"{_scrapyd_prefix(job)}{job.doc.get('attempts', 1)}"
+            beat({"external": name})  # before scrapyd has it: a stop after this worker's death cancels it there
             external = client.schedule("catalog", 1, dict(overrides), args, job_ids=[name])[0]
+            failpoints.hit("jobs.scrapyd_scheduled")
         while (where := _scrapyd_state(client.jobs(), external)) != "finished":
             if where is None:  # cancelled while pending, or scrapyd restarted: it will not finish
                 if stopping:
@@ -238,9 +242,20 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
                 client.cancel(external)
             time.sleep(config.poll_seconds)
         beat({**pages.progress(None), "external": external})  # the counts of the crawl's end
+    except KeyboardInterrupt:  # the worker's own stop: its crawl stops too (as a local crawl does), resumable
+        if external is not None and not stopping:
+            _cancel_quietly(client, external)
+        raise
     finally:
         pages.close()
     return states.STOPPED if stopping or job.status == states.STOPPING else states.DONE
+
+
+def _cancel_quietly(client: Any, external: str) -> None:
+    try:
+        client.cancel(external)
+    except Exception as exc:  # noqa: BLE001 - the worker stops whatever scrapyd answers
+        logger.warning("Could not cancel scrapyd job %s while stopping: %s", external, exc)
 
 
 def _scrapyd_prefix(job: Job) -> str:

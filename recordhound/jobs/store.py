@@ -144,6 +144,7 @@ def claim(engine: Engine, worker: str, lease_seconds: float, alive: Callable[[st
                 _write(conn, source_id, meta, {**job, "status": states.STOPPED, "finished_at": now, "pid": None})
                 continue  # stop stands (before, the next worker took the job over and ran it on)
             taken = {**job, "status": states.RUNNING, "worker": worker, "heartbeat": now, "started_at": now,
+                     "next_run_at": None,
                      "attempts": int(job.get("attempts") or 0) + 1, "first_page_at": None, "finished_at": None,
                      "taken_over": job.get("worker") if job.get("status") in states.HELD else None}
             _write(conn, source_id, meta, taken)
@@ -156,7 +157,8 @@ def _runnable(job: dict[str, Any], now: float, lease_seconds: float, alive: Call
     if status == states.QUEUED:
         return True
     if status in states.RUN_ENDS:  # a scheduled job comes due again, also after a run that failed
-        return bool(job.get("next_run_at")) and float(job["next_run_at"]) <= now
+        due = float(job.get("next_run_at") or 0)  # a failed run's next run is set after it ended (one left
+        return 0 < due <= now and (status == states.DONE or due > float(job.get("finished_at") or 0))  # before: stale)
     if status in states.HELD:
         stale = now - float(job.get("heartbeat") or 0) > lease_seconds
         return stale or not alive(str(job.get("worker") or ""))

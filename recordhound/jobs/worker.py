@@ -102,7 +102,8 @@ class Worker:
                 logger.error("%s failed: %s", job.name, _one_line(exc))
             else:
                 logger.exception("%s failed", job.name)
-            self._end(job, states.FAILED, f"{type(exc).__name__}: {_one_line(exc)}")
+            stopped = job.status == states.STOPPING or self._being_stopped(job)  # a person's stop stands
+            self._end(job, states.STOPPED if stopped else states.FAILED, f"{type(exc).__name__}: {_one_line(exc)}")
             return
         self._end(job, outcome, None)
 
@@ -114,13 +115,16 @@ class Worker:
 
     def _run(self, job: store.Job) -> str:
         status, down = job.status, 0
+        undelivered: dict[str, Any] = {}
 
         def beat(changes: dict[str, Any]) -> str:
             """The job's progress and heartbeat written; its status now. The job store down: the run goes
-            on (its status as last read), and its heartbeat is written again once the store is back."""
-            nonlocal status, down
+            on (its status as last read), and what was not written is written with the next beat."""
+            nonlocal status, down, undelivered
+            undelivered = {**undelivered, **changes}
             try:
-                status = store.update_job(self.engine, job.id, {**changes, "heartbeat": time.time()}, self.id).status
+                status = store.update_job(self.engine, job.id, {**undelivered, "heartbeat": time.time()},
+                                          self.id).status
             except Exception as exc:
                 if not is_transient(exc):
                     raise
@@ -128,7 +132,7 @@ class Worker:
                 if down == 1 or down % 20 == 0:  # a beat each poll: not a line each
                     _unreachable(exc, down, f"{job.name} runs on")
             else:
-                down = 0
+                down, undelivered = 0, {}
             return status
 
         if job.doc.get("type") == states.IMPORT:

@@ -7,11 +7,13 @@ from collections.abc import Callable
 
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    DECIDED, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, REVISION, SOURCES_KEPT, Origin,
-    Parked, PriceHold, Side, Unknown, _entry, _now, index_key, revision, waiting,
+    COMPLETED, DECIDED, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, REVISION,
+    SOURCES_KEPT, Origin, Parked, PriceHold, Side, Unknown, _entry, _now, index_key, revision, waiting,
 )
 from recordhound.text import preferred_spelling
 
+
+WITHDRAWN = "withdrawn: a crawl saw the offer at its stored price again"
 
 class CrawlSide(Side):
     def decisions(self, kind: str, name_keys: list[str]) -> dict[str, Doc]:
@@ -83,7 +85,7 @@ class CrawlSide(Side):
         """These offers are shown at the price now stored (the old one again, or a change under the
         threshold, written): a change of theirs still pending, or expired unanswered (``review retry``
         would ask it again), is stale (approving it would write a price the shop no longer shows):
-        superseded, with the reason; an expired one's job leaves the failed queue. Returns how many."""
+        superseded, with the reason; an expired one's job moves from failed to completed. Returns how many."""
         def work(txn: Txn) -> int:
             refs = txn.get_many(INDEX, [index_key("price", str(offer_id)) for offer_id in offer_ids])
             entries = txn.get_many(ENTRIES, [str(ref["id"]) for ref in refs.values()]) if refs else {}
@@ -91,11 +93,13 @@ class CrawlSide(Side):
             for entry in entries.values():
                 if entry["status"] in ("pending", "expired"):
                     txn.delete(PRICES, str(entry["id"]))
-                    if entry["status"] == "expired":
-                        txn.delete(FAILED, str(entry["decision"]))
+                    failed = txn.get(FAILED, str(entry.get("decision"))) if entry["status"] == "expired" else None
+                    if failed is not None:  # its expiry is done with: nothing left to retry
+                        txn.move(FAILED, COMPLETED, str(failed["id"]), {
+                            **failed, "result": {"status": "superseded", "reason": WITHDRAWN}, "finished_at": _now()})
                     txn.put(ENTRIES, str(entry["id"]), {
                         **entry, "status": "superseded", "decided_at": _now(),
-                        "reason": "withdrawn: a crawl saw the offer at its stored price again"})
+                        "reason": WITHDRAWN})
                     withdrawn += 1
             return withdrawn
         return self.store.run(work) if offer_ids else 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -49,8 +50,9 @@ def _worker(deploy, prefix: str, *extra: str) -> list[str]:  # type: ignore[no-u
             "-s", "RANDOMIZE_DOWNLOAD_DELAY=false"]
 
 
-def _killed_while_running(deploy, prefix: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    """Start a worker, wait until scrapyd runs its crawl, kill -9 the worker; the job as it was left."""
+def _killed_while_running(deploy, prefix: str,  # type: ignore[no-untyped-def]
+                          how: int = signal.SIGKILL) -> dict[str, object]:
+    """Start a worker, wait until scrapyd runs its crawl, kill -9 (or ``how``) the worker; the job as it was left."""
     worker = subprocess.Popen(_worker(deploy, prefix), cwd=deploy.project, env={**os.environ, **deploy.env},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -64,8 +66,9 @@ def _killed_while_running(deploy, prefix: str) -> dict[str, object]:  # type: ig
         else:
             raise AssertionError(f"the job never ran on scrapyd: {job}, {deploy.client().jobs()}")
     finally:
-        worker.kill()
-        worker.wait()
+        worker.send_signal(how)
+        worker.wait(120)
+    [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout) if how != signal.SIGKILL else [job]
     return job
 
 
@@ -73,8 +76,8 @@ def _scrapyd_ids(deploy) -> dict[str, set[str]]:  # type: ignore[no-untyped-def]
     return {state: {found["id"] for found in jobs} for state, jobs in deploy.client().jobs().items()}
 
 
-def test_the_next_worker_follows_or_stops_the_scrapyd_crawl_of_a_worker_killed_while_it_ran(  # type: ignore[no-untyped-def]
-        deployment) -> None:  # noqa: F811
+def test_the_next_worker_follows_or_stops_the_scrapyd_crawl_of_a_worker_killed_while_it_ran(
+        deployment) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     """A worker killed (-9) while its job's crawl runs on scrapyd leaves that crawl running there. The
     next worker follows that same scrapyd job to its end (before: it scheduled a second crawl beside
     it); and when a person stopped the job meanwhile, the next worker cancels the crawl on scrapyd
@@ -100,7 +103,14 @@ def test_the_next_worker_follows_or_stops_the_scrapyd_crawl_of_a_worker_killed_w
     assert failed == sorted(truth["faults"][fault].lstrip("/") for fault in FAILED_FAULTS), failed
 
     assert deploy.recordhound("job", "start", str(job["id"])).returncode == 0  # again, from the beginning
-    second = _killed_while_running(deploy, prefix)
+    killed = subprocess.run(_worker(deploy, prefix, "--once"), cwd=deploy.project, capture_output=True, text=True,
+                            timeout=600, env={**os.environ, **deploy.env, "RECORDHOUND_FAILPOINTS":
+                                              "jobs.scrapyd_scheduled=kill"})  # before its first beat
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
+    second = job["external"]  # written before scrapyd was asked: the next worker knows the crawl to cancel
+    assert second == f"demo--job{job['id']}-{job['attempts']}", job
+    _until(lambda: second in _scrapyd_ids(deploy)["running"])
     stop = deploy.recordhound("job", "stop", str(job["id"]))
     assert stop.returncode == 0 and "stopping" in stop.stdout, stop.stdout + stop.stderr
     stopped = subprocess.run(_worker(deploy, prefix, "--once"), cwd=deploy.project, capture_output=True, text=True,
@@ -108,5 +118,19 @@ def test_the_next_worker_follows_or_stops_the_scrapyd_crawl_of_a_worker_killed_w
     assert stopped.returncode == 0, stopped.stderr[-3000:]
     [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
     ids = _scrapyd_ids(deploy)
-    assert job["status"] == "stopped" and job["external"] == second["external"], job
-    assert ids == {"pending": set(), "running": set(), "finished": {first["external"], second["external"]}}, ids
+    assert job["status"] == "stopped" and job["next_run_at"] is None, job
+    assert ids == {"pending": set(), "running": set(), "finished": {first["external"], second}}, ids
+
+    # the worker's own stop (SIGTERM: a restart, a deploy) stops its crawl on scrapyd too; the job waits
+    assert deploy.recordhound("job", "resume", str(job["id"])).returncode == 0
+    third = _killed_while_running(deploy, prefix, signal.SIGTERM)
+    [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
+    assert job["status"] == "queued", job
+    _until(lambda: third["external"] in _scrapyd_ids(deploy)["finished"])  # cancelled, not crawling on
+
+
+def _until(check) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 120
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)

@@ -224,8 +224,9 @@ class ReviewMachine(RuleBasedStateMachine):
                 self.price[sku] = price
             if latest is not None and latest.status in ("pending", "expired"):
                 latest.status = "superseded"  # withdrawn: the shop shows the stored price (never to be asked again)
-                for job_id in [i for i, j in self.jobs.items() if j.price is latest and j.state == "failed"]:
-                    del self.jobs[job_id]  # an expired one's job leaves the failed queue with it
+                for job in self.jobs.values():
+                    if job.price is latest and job.state == "failed":
+                        job.state = "completed"  # an expired one's job is done with: nothing left to retry
             return
         if latest and latest.status in ("queued", "rejected") and (latest.old, latest.new) == (stored, price):
             return  # the same change waits for its apply, or was rejected: not asked again
@@ -418,7 +419,7 @@ class ReviewMachine(RuleBasedStateMachine):
     @rule(n=st.integers(0, 3))
     def retry_an_expired_price_change(self, n: int) -> None:
         """Pending again, unless a crawl has held a newer change of its offer since: refused. (A change a crawl
-        withdrew while it was expired has left the failed queue: see
+        withdrew while it was expired has moved to completed: see
         test_an_expired_price_change_withdrawn_by_a_crawl_is_not_brought_back_by_a_retry.)"""
         expired = sorted((j for j in self.jobs.values() if j.price and j.state == "failed"
                           and j.price.status == "expired"), key=lambda j: j.id)
@@ -579,4 +580,5 @@ def test_an_expired_price_change_withdrawn_by_a_crawl_is_not_brought_back_by_a_r
             price = conn.execute(text("SELECT price FROM offers")).scalar_one()
         assert (stale, f"{price:.2f}") == ([], "100.00")  # before: ([("100.00", "150.00")], "150.00")
         assert env.queue.jobs("failed") == []  # withdrawn with its entry: nothing left to retry
+        assert [j["result"]["status"] for j in env.queue.jobs("completed")] == ["superseded"]
 

@@ -132,22 +132,10 @@ class SaltedMachine(SchedulerMachine):
         super()._engine_schedules(redirect)
 
     # ---- rules --------------------------------------------------------------------------------
-    @rule()
-    def engine_asks(self) -> None:
-        """As SchedulerMachine's, the salted requests named by their (URL, salt)."""
-        request = self.scheduler.next_request()
-        if self.paused:
-            assert request is None, "a paused engine is given nothing"
-            return
-        if request is None:
-            return
-        frontier_id = request.meta[FRONTIER_ID]
-        assert frontier_id not in self.handed, "a request handed out twice"
+    def _model_key(self, request: Request) -> str:
+        """A salted request is named by its (URL, salt)."""
         salt = request.meta.get(FINGERPRINT_SALT_META)
-        key = request.url if salt is None else _key(request.url, salt)
-        assert key not in self.done + self.failed, f"{key} handed out after its outcome"
-        self._handed_out(request)
-        self.handed[frontier_id] = key
+        return request.url if salt is None else _key(request.url, salt)
 
     @precondition(lambda self: self._plain_found())
     @rule(data=st.data(), again=st.booleans())

@@ -261,11 +261,15 @@ class SchedulerMachine(RuleBasedStateMachine):
             return
         if request is None:
             return
-        frontier_id = request.meta[FRONTIER_ID]
+        frontier_id, key = request.meta[FRONTIER_ID], self._model_key(request)
         assert frontier_id not in self.handed, "a request handed out twice"
-        assert request.url not in self.done + self.failed, f"{request.url} handed out after its outcome"
+        assert key not in self.done + self.failed, f"{key} handed out after its outcome"
         self._handed_out(request)
-        self.handed[frontier_id] = request.url
+        self.handed[frontier_id] = key
+
+    def _model_key(self, request: Request) -> str:
+        """How the model names what ``request`` fetches (its URL; a subclass may name more)."""
+        return request.url
 
     @precondition(lambda self: self.handed)
     @rule(data=st.data(), ok=st.booleans())

@@ -56,7 +56,8 @@ def test_a_scheduled_import_that_failed_comes_due_again_and_its_waiting_schedule
     assert 3590 < failed.doc["next_run_at"] - time.time() <= 3600, failed.doc  # its schedule goes on
     told = [r for r in caplog.records if r.name == "recordhound.jobs.worker" and r.levelno >= logging.ERROR]
     assert [r.exc_info for r in told] == [None] and str(feed) in told[0].getMessage()  # one line, no traceback
-    store.update_job(engine, job.id, {"next_run_at": time.time() - 1})
+    store.update_job(engine, job.id, {"next_run_at": failed.doc["finished_at"] + 0.01})
+    time.sleep(0.05)
     assert store.claim(engine, "h:1", 30, lambda _: True) is not None  # came due: runs again
     store.update_job(engine, job.id, {"status": states.DONE, "next_run_at": time.time() + 3600}, "h:1")
     assert store.stoppable(store.get(engine, job.id).doc)
@@ -64,6 +65,17 @@ def test_a_scheduled_import_that_failed_comes_due_again_and_its_waiting_schedule
     assert (stopped.status, stopped.doc["next_run_at"]) == (states.STOPPED, None)
     assert store.claim(engine, "h:1", 30, lambda _: True) is None
     assert store.request(engine, job.id, "resume").status == states.QUEUED
+
+
+def test_a_failed_job_whose_next_run_was_set_before_it_failed_is_not_run_again(settings: Settings,
+                                                                                engine: Engine) -> None:
+    """Job documents written before a failed run kept its schedule: the next run set by an earlier done
+    run (in the past, before the failure) is stale; such a job waits for `job resume`, as it did."""
+    job = create.crawl_job(engine, settings, "demo", every_hours=1)
+    store.claim(engine, "h:1", 30, lambda _: True)
+    now = time.time()
+    store.update_job(engine, job.id, {"status": states.FAILED, "finished_at": now - 10, "next_run_at": now - 60}, "h:1")
+    assert store.claim(engine, "h:2", 30, lambda _: True) is None
 
 
 def test_an_import_job_records_when_its_first_batch_was_in(tmp_path: Path, settings: Settings,
@@ -75,3 +87,22 @@ def test_an_import_job_records_when_its_first_batch_was_in(tmp_path: Path, setti
     done = store.get(engine, job.id).doc
     assert done["status"] == states.DONE, done
     assert done["started_at"] <= done["first_page_at"] <= done["finished_at"], done
+
+
+def test_a_run_that_fails_after_a_person_s_stop_ends_stopped_its_schedule_waiting_for_resume(
+        tmp_path: Path, settings: Settings, engine: Engine) -> None:
+    """A person stopped the scheduled job; its run then failed (here: its file gone; on scrapyd: the
+    crawl ended as it was cancelled). The stop stands: stopped, no next run (before: failed, and the
+    schedule ran it again), the error kept."""
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(feeds.to_csv(Catalog(20, seed=3)))
+    create.import_job(engine, settings, "demo_feed", str(feed), every_hours=1)
+    os.remove(feed)
+    worker = _worker(engine, settings)
+    claimed = store.claim(engine, worker.id, 30, lambda _: True)
+    assert claimed is not None
+    assert store.request(engine, claimed.id, "stop").status == states.STOPPING
+    worker.run_job(claimed)
+    ended = store.get(engine, claimed.id).doc
+    assert (ended["status"], ended["next_run_at"]) == (states.STOPPED, None), ended
+    assert ended["last_error"].startswith("SourceFileError: "), ended
