@@ -192,10 +192,13 @@ class FramePages:
         if not self.opened:
             self.backend.open()
             self.opened = True
-        status = self.backend.counts().status  # compare-and-set to "resetting": a node joining waits for the reset
-        if others_alive(self.backend, self.lease_seconds) or not self.backend.begin_reset(status):
+        status = self.backend.counts().status  # compare-and-set to "resetting": a node that joins from now on
+        if not self.backend.begin_reset(status):  # waits for the reset; one registered before is seen below
+            raise JobFailed(f"{self.job.name}: the crawl's state changed while its reset began: `job start` again")
+        if others_alive(self.backend, self.lease_seconds):  # their leases would vanish under them
+            self.backend.set_status(status)
             raise JobFailed(f"{self.job.name}: the crawl has live nodes (another run of it goes on): stop them, "
-                            f"then `job start` again")  # their leases would vanish under them
+                            f"then `job start` again")
         self.backend.reset()
         self.base = None  # this run's pages are counted from the reset
         logger.info("%s: the crawl's frontier is reset (job start: from the beginning)", self.job.name)
@@ -222,7 +225,7 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
     elif job.status == states.STOPPING:
         return states.STOPPED
     pages = FramePages(job, settings)
-    stopping = False
+    stopping, name = False, ""
     try:
         if external is None:
             pages.restart_if_asked(beat)
@@ -243,8 +246,8 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
             time.sleep(config.poll_seconds)
         beat({**pages.progress(None), "external": external})  # the counts of the crawl's end
     except KeyboardInterrupt:  # the worker's own stop: its crawl stops too (as a local crawl does), resumable
-        if external is not None and not stopping:
-            _cancel_quietly(client, external)
+        if (external or name) and not stopping:  # (scrapyd may have it though its answer did not come)
+            _cancel_quietly(client, external or name)
         raise
     finally:
         pages.close()

@@ -101,6 +101,20 @@ def update_job(engine: Engine, job_id: int, changes: dict[str, Any], worker: str
     return _change(engine, job_id, change)
 
 
+def end_run(engine: Engine, job_id: int, worker: str, status: str, changes: dict[str, Any]) -> Job:
+    """A run's end, written by the worker that holds the job (else JobError). A person's stop made
+    meanwhile (the job reads ``stopping``) stands over a run given back (``queued``) or failed: the job
+    ends ``stopped``, with no next run. Decided in the write's own transaction, not from an earlier read."""
+    def change(job: dict[str, Any]) -> dict[str, Any]:
+        if job.get("worker") != worker or job.get("status") not in states.HELD:
+            raise JobError(f"job:parse_source:{job_id} is no longer held by {worker}")
+        if job.get("status") == states.STOPPING and status in (states.QUEUED, states.FAILED):
+            return {**job, **changes, "status": states.STOPPED, "next_run_at": None}
+        return {**job, **changes, "status": status}
+
+    return _change(engine, job_id, change)
+
+
 def request(engine: Engine, job_id: int, action: str) -> Job:
     """A person's start / stop / resume."""
     def change(job: dict[str, Any]) -> dict[str, Any]:

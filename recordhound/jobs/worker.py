@@ -89,10 +89,12 @@ class Worker:
             logger.warning("%s: taken over from %s (gone); attempt %d", job.name, job.doc["taken_over"],
                            job.doc["attempts"])
         logger.info("%s (%s %s): running", job.name, job.doc.get("type"), job.source)
+        unwritten: dict[str, Any] = {}  # what the run's beats could not write (the job store down)
         try:
-            outcome = self._run(job)
-        except KeyboardInterrupt:  # the worker's own stop: the next worker resumes the job, unless a person
-            self._end(job, states.STOPPED if self._being_stopped(job) else states.QUEUED, None)  # was stopping it
+            outcome = self._run(job, unwritten)
+        except KeyboardInterrupt:  # the worker's own stop (or a Ctrl-C): the next worker resumes the job,
+            self.stopping = True  # unless a person was stopping it (then it ends stopped)
+            self._end(job, states.QUEUED, None, unwritten)
             raise
         except store.JobError as exc:
             logger.warning("%s: %s", job.name, exc)
@@ -102,28 +104,25 @@ class Worker:
                 logger.error("%s failed: %s", job.name, _one_line(exc))
             else:
                 logger.exception("%s failed", job.name)
-            stopped = job.status == states.STOPPING or self._being_stopped(job)  # a person's stop stands
-            self._end(job, states.STOPPED if stopped else states.FAILED, f"{type(exc).__name__}: {_one_line(exc)}")
+            if job.status == states.STOPPING:  # taken to cancel its crawl on scrapyd, which failed: left held,
+                logger.warning("%s: its crawl is not known to be stopped; tried again once its heartbeat is "
+                               "%g s old", job.name, self.config.lease_seconds)  # for a worker to try again
+                return
+            self._end(job, states.FAILED, f"{type(exc).__name__}: {_one_line(exc)}", unwritten)
             return
-        self._end(job, outcome, None)
+        self._end(job, outcome, None, unwritten)
 
-    def _being_stopped(self, job: store.Job) -> bool:
-        try:
-            return store.get(self.engine, job.id).status == states.STOPPING
-        except Exception:  # noqa: BLE001 - the job store unreachable: the job is queued again, as before
-            return False
-
-    def _run(self, job: store.Job) -> str:
+    def _run(self, job: store.Job, unwritten: dict[str, Any]) -> str:
         status, down = job.status, 0
-        undelivered: dict[str, Any] = {}
 
         def beat(changes: dict[str, Any]) -> str:
             """The job's progress and heartbeat written; its status now. The job store down: the run goes
-            on (its status as last read), and what was not written is written with the next beat."""
-            nonlocal status, down, undelivered
-            undelivered = {**undelivered, **changes}
+            on (its status as last read), and what was not written is written with the next beat, or with
+            the run's end (``unwritten``)."""
+            nonlocal status, down
+            unwritten.update(changes)
             try:
-                status = store.update_job(self.engine, job.id, {**undelivered, "heartbeat": time.time()},
+                status = store.update_job(self.engine, job.id, {**unwritten, "heartbeat": time.time()},
                                           self.id).status
             except Exception as exc:
                 if not is_transient(exc):
@@ -132,7 +131,8 @@ class Worker:
                 if down == 1 or down % 20 == 0:  # a beat each poll: not a line each
                     _unreachable(exc, down, f"{job.name} runs on")
             else:
-                down, undelivered = 0, {}
+                down = 0
+                unwritten.clear()
             return status
 
         if job.doc.get("type") == states.IMPORT:
@@ -141,13 +141,13 @@ class Worker:
             return runners.run_scrapyd(job, self.settings, self.config, beat, self.overrides)
         return runners.run_crawl(job, self.settings, self.config, beat, self.overrides)
 
-    def _end(self, job: store.Job, status: str, error: str | None) -> None:
+    def _end(self, job: store.Job, status: str, error: str | None, unwritten: dict[str, Any]) -> None:
         """Record how the run ended. A scheduled job (``every_hours``) comes due again after a run that
         ended done or failed (one failed run does not end its schedule). The job store down: tried again
         until it is back, unless the worker is stopping (then the next worker takes the job over)."""
         every = (job.doc.get("schedule") or {}).get("every_hours")
         now = time.time()
-        changes: dict[str, Any] = {"status": status, "finished_at": now, "pid": None,
+        changes: dict[str, Any] = {**unwritten, "finished_at": now, "pid": None,
                                    "next_run_at": now + float(every) * 3600 if every and status in states.RUN_ENDS
                                    else None}
         if error is not None:
@@ -155,7 +155,7 @@ class Worker:
         down = 0
         while True:
             try:
-                store.update_job(self.engine, job.id, changes, self.id)
+                status = store.end_run(self.engine, job.id, self.id, status, changes).status
                 break
             except store.JobError as exc:
                 logger.warning("%s: %s", job.name, exc)

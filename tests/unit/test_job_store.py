@@ -116,7 +116,7 @@ def test_a_worker_stopped_while_its_job_is_being_stopped_leaves_it_stopped(
     settings = Settings({name: getattr(project_settings, name) for name in dir(project_settings) if name.isupper()})
     worker = Worker(engine, settings, WorkerConfig.from_settings(settings), [])
 
-    def interrupted(job: store.Job) -> str:
+    def interrupted(job: store.Job, unwritten: dict[str, object]) -> str:
         raise KeyboardInterrupt  # the worker's own stop, out of the running job
     monkeypatch.setattr(worker, "_run", interrupted)
     for stop_first, ends in ((True, states.STOPPED), (False, states.QUEUED)):

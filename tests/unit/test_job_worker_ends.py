@@ -106,3 +106,28 @@ def test_a_run_that_fails_after_a_person_s_stop_ends_stopped_its_schedule_waitin
     ended = store.get(engine, claimed.id).doc
     assert (ended["status"], ended["next_run_at"]) == (states.STOPPED, None), ended
     assert ended["last_error"].startswith("SourceFileError: "), ended
+
+
+def test_a_job_taken_to_cancel_its_scrapyd_crawl_stays_stopping_when_scrapyd_cannot_be_reached(
+        tmp_path: Path, settings: Settings, engine: Engine) -> None:
+    """Its worker died, a person stopped it; the next worker (a scrapyd target, here a port nobody
+    listens on) cannot cancel the crawl there. The job is not marked stopped (nothing would try the
+    cancel again while scrapyd may crawl on): it stays stopping, and is taken again once its heartbeat
+    is older than the worker lease."""
+    from tests.ports import free_port
+
+    (tmp_path / "scrapy.cfg").write_text(f"[deploy:local]\nurl = http://127.0.0.1:{free_port()}\nproject = rh\n")
+    settings.set("RECORDHOUND_JOB_SCRAPYD_TARGET", "local")
+    job = create.crawl_job(engine, settings, "demo")
+    store.claim(engine, "gone:1", 30, lambda _: True)
+    store.update_job(engine, job.id, {"external": f"demo--job{job.id}-1"}, "gone:1")
+    assert store.request(engine, job.id, "stop").status == states.STOPPING
+    worker = _worker(engine, settings)
+    taken = store.claim(engine, worker.id, 30, lambda holder: holder != "gone:1", stops_external=True)
+    assert taken is not None and taken.status == states.STOPPING
+    worker.run_job(taken)
+    left = store.get(engine, job.id)
+    assert (left.status, left.doc["worker"]) == (states.STOPPING, worker.id), left.doc
+    store.update_job(engine, job.id, {"heartbeat": time.time() - 60})
+    again = store.claim(engine, "h:2", 30, lambda _: True, stops_external=True)
+    assert again is not None and again.status == states.STOPPING  # the cancel is tried again
