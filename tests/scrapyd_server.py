@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import shutil
 import subprocess
 import sys
@@ -45,7 +48,8 @@ class ScrapydServer:
         if self._log is not None:
             self._log.close()
         self._log = open(self.folder / "scrapyd.log", "a")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen([scrapyd], cwd=self.folder, stdout=subprocess.DEVNULL, stderr=self._log)
+        self.process = subprocess.Popen([scrapyd], cwd=self.folder, stdout=subprocess.DEVNULL, stderr=self._log,
+                                        start_new_session=True)  # its crawls in its group: stopped with it
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and self.process.poll() is None:
             if listens(self.process.pid, self.port):  # ours, not a server that took the port first
@@ -68,8 +72,13 @@ class ScrapydServer:
         assert answer.json()["status"] == "ok", answer.text
 
     def stop(self) -> None:
+        """scrapyd, then every crawl it left running (a test that failed while one ran: scrapyd's end does
+        not end its crawls, which would crawl on, or wait for a store the test removed, for good)."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(30)
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         if self._log is not None:
             self._log.close()
