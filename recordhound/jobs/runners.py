@@ -164,10 +164,7 @@ class FramePages:
 
     def progress(self, pid: int | None) -> dict[str, Any]:
         try:
-            if not self.opened:
-                self.backend.open()
-                self.opened = True
-            counts = self.backend.counts()
+            counts = self._opened().counts()
         except Exception as exc:  # noqa: BLE001 - the store may not exist yet, or be down: no progress now
             logger.debug("No frontier counts yet: %s", exc)
             return {"pid": pid}
@@ -189,10 +186,7 @@ class FramePages:
             return
         from recordhound.frontier.nodes import others_alive
 
-        if not self.opened:
-            self.backend.open()
-            self.opened = True
-        status = self.backend.counts().status  # compare-and-set to "resetting": a node that joins from now on
+        status = self._opened().counts().status  # compare-and-set to "resetting": a node that joins from now on
         if not self.backend.begin_reset(status):  # waits for the reset; one registered before is seen below
             raise JobFailed(f"{self.job.name}: the crawl's state changed while its reset began: `job start` again")
         if others_alive(self.backend, self.lease_seconds):  # their leases would vanish under them
@@ -203,6 +197,12 @@ class FramePages:
         self.base = None  # this run's pages are counted from the reset
         logger.info("%s: the crawl's frontier is reset (job start: from the beginning)", self.job.name)
         beat({"reset_crawl": False})
+
+    def _opened(self) -> Any:
+        if not self.opened:
+            self.backend.open()
+            self.opened = True
+        return self.backend
 
     def close(self) -> None:
         if self.opened:

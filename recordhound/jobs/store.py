@@ -94,11 +94,16 @@ def all_jobs(engine: Engine) -> list[Job]:
 def update_job(engine: Engine, job_id: int, changes: dict[str, Any], worker: str | None = None) -> Job:
     """Merge ``changes``; with ``worker``, only while that worker holds the job (else JobError)."""
     def change(job: dict[str, Any]) -> dict[str, Any]:
-        if worker is not None and (job.get("worker") != worker or job.get("status") not in states.HELD):
-            raise JobError(f"job:parse_source:{job_id} is no longer held by {worker}")
+        if worker is not None:
+            _check_held(job, job_id, worker)
         return {**job, **changes}
 
     return _change(engine, job_id, change)
+
+
+def _check_held(job: dict[str, Any], job_id: int, worker: str) -> None:
+    if job.get("worker") != worker or job.get("status") not in states.HELD:
+        raise JobError(f"job:parse_source:{job_id} is no longer held by {worker}")
 
 
 def end_run(engine: Engine, job_id: int, worker: str, status: str, changes: dict[str, Any]) -> Job:
@@ -106,8 +111,7 @@ def end_run(engine: Engine, job_id: int, worker: str, status: str, changes: dict
     meanwhile (the job reads ``stopping``) stands over a run given back (``queued``) or failed: the job
     ends ``stopped``, with no next run. Decided in the write's own transaction, not from an earlier read."""
     def change(job: dict[str, Any]) -> dict[str, Any]:
-        if job.get("worker") != worker or job.get("status") not in states.HELD:
-            raise JobError(f"job:parse_source:{job_id} is no longer held by {worker}")
+        _check_held(job, job_id, worker)
         if job.get("status") == states.STOPPING and status in (states.QUEUED, states.FAILED):
             return {**job, **changes, "status": states.STOPPED, "next_run_at": None}
         return {**job, **changes, "status": status}
@@ -171,8 +175,9 @@ def _runnable(job: dict[str, Any], now: float, lease_seconds: float, alive: Call
     if status == states.QUEUED:
         return True
     if status in states.RUN_ENDS:  # a scheduled job comes due again, also after a run that failed
-        due = float(job.get("next_run_at") or 0)  # a failed run's next run is set after it ended (one left
-        return 0 < due <= now and (status == states.DONE or due > float(job.get("finished_at") or 0))  # before: stale)
+        due = float(job.get("next_run_at") or 0)  # a failed run's own next run is set after it ended; one set
+        stale = status == states.FAILED and due <= float(job.get("finished_at") or 0)  # before it (older code) is not
+        return 0 < due <= now and not stale
     if status in states.HELD:
         stale = now - float(job.get("heartbeat") or 0) > lease_seconds
         return stale or not alive(str(job.get("worker") or ""))

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from recordhound.backoff import backoff_seconds
 from recordhound.catalog.errors import is_transient
-from recordhound.exceptions import RecordhoundError
+from recordhound.exceptions import RecordhoundError, first_line
 from recordhound.jobs import runners, states, store
 from recordhound.jobs.config import WorkerConfig
 
@@ -101,14 +101,14 @@ class Worker:
             return
         except Exception as exc:  # noqa: BLE001 - any failure of a run is the job's last error
             if isinstance(exc, RecordhoundError):  # a missing file, an invalid profile: one line says it
-                logger.error("%s failed: %s", job.name, _one_line(exc))
+                logger.error("%s failed: %s", job.name, first_line(exc))
             else:
                 logger.exception("%s failed", job.name)
             if job.status == states.STOPPING:  # taken to cancel its crawl on scrapyd, which failed: left held,
                 logger.warning("%s: its crawl is not known to be stopped; tried again once its heartbeat is "
                                "%g s old", job.name, self.config.lease_seconds)  # for a worker to try again
                 return
-            self._end(job, states.FAILED, f"{type(exc).__name__}: {_one_line(exc)}", unwritten)
+            self._end(job, states.FAILED, f"{type(exc).__name__}: {first_line(exc)}", unwritten)
             return
         self._end(job, outcome, None, unwritten)
 
@@ -165,7 +165,7 @@ class Worker:
                     raise
                 if self.stopping:
                     logger.warning("%s ended %s, not recorded (the job store is unreachable: %s): the next worker "
-                                   "takes it over", job.name, status, _one_line(exc))
+                                   "takes it over", job.name, status, first_line(exc))
                     break
                 down += 1
                 time.sleep(_unreachable(exc, down, f"{job.name} ended {status}"))
@@ -176,10 +176,6 @@ def _unreachable(exc: BaseException, attempt: int, doing: str) -> float:
     """Say that the job store (the product DB) is down, in one line; how long to wait before the next try."""
     delay = backoff_seconds(attempt, OUTAGE_CAP_SECONDS)
     logger.warning("The job store (product DB) is unreachable (%s): %s; tried again in %.1f s",
-                   _one_line(exc), doing, delay)
+                   first_line(exc), doing, delay)
     return delay
 
-
-def _one_line(exc: BaseException) -> str:
-    """An error's message, first line only (SQLAlchemy's add the SQL and a link below it)."""
-    return next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
