@@ -7,13 +7,14 @@ from collections.abc import Callable
 
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    COMPLETED, DECIDED, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, REVISION,
-    SOURCES_KEPT, Origin, Parked, PriceHold, Side, Unknown, _entry, _now, index_key, revision, waiting,
+    DECIDED, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, REJECTED, REVISION, SOURCES_KEPT, Origin,
+    Parked, PriceHold, Side, Unknown, _entry, _now, index_key, revision, supersede_failed, waiting,
 )
 from recordhound.text import preferred_spelling
 
 
 WITHDRAWN = "withdrawn: a crawl saw the offer at its stored price again"
+
 
 class CrawlSide(Side):
     def decisions(self, kind: str, name_keys: list[str]) -> dict[str, Doc]:
@@ -95,8 +96,7 @@ class CrawlSide(Side):
                     txn.delete(PRICES, str(entry["id"]))
                     failed = txn.get(FAILED, str(entry.get("decision"))) if entry["status"] == "expired" else None
                     if failed is not None:  # its expiry is done with: nothing left to retry
-                        txn.move(FAILED, COMPLETED, str(failed["id"]), {
-                            **failed, "result": {"status": "superseded", "reason": WITHDRAWN}, "finished_at": _now()})
+                        supersede_failed(txn, failed, reason=WITHDRAWN)
                     txn.put(ENTRIES, str(entry["id"]), {
                         **entry, "status": "superseded", "decided_at": _now(),
                         "reason": WITHDRAWN})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from recordhound.exceptions import RecordhoundError
 from recordhound.review.docstore import Doc, DocStore, Txn
@@ -102,6 +103,13 @@ def _with_count(txn: Txn, entry: Doc) -> Doc:
     if entry["kind"] == "price":
         return {**entry, "waiting": 0, REVISION: revision(entry)}
     return {**entry, "waiting": txn.count(waiting(entry["id"]))}
+
+
+def supersede_failed(txn: Txn, failed: Doc, **result: Any) -> None:
+    """A failed job done with (a new decision replaces it, or a crawl withdrew its change): moved to
+    completed as superseded, with what superseded it."""
+    txn.move(FAILED, COMPLETED, str(failed["id"]), {**failed, "result": {"status": "superseded", **result},
+                                                    "finished_at": _now()})
 
 
 def revision(entry: Doc) -> int:

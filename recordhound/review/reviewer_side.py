@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from recordhound.db import entities
 from recordhound.review.docstore import Doc, Txn
 from recordhound.review.records import (
-    ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES,
-    PROCESSING, REJECTED, REVISION, ReviewError, Side, _entry, _now, _with_count, changed_since_viewed, index_key,
-    revision, waiting,
+    ACTIONS, APPROVED, COMPLETED, EDITABLE, ENTRIES, FAILED, INDEX, PARKED, PENDING, PRICE_CHANGE, PRICES, PROCESSING,
+    REJECTED, REVISION, ReviewError, Side, _entry, _now, _with_count, changed_since_viewed, index_key,
+    supersede_failed, revision, waiting,
 )
 from recordhound.text import name_key
 
@@ -173,8 +173,7 @@ def _decide(txn: Txn, entry: Doc, action: str, into: int | None, fields: dict[st
         job[REVISION] = revision(entry)
     failed = txn.get(FAILED, str(entry.get("decision")))
     if entry["status"] == "failed" and failed is not None:  # a new decision replaces the failed one
-        txn.move(FAILED, COMPLETED, str(failed["id"]), {
-            **failed, "result": {"status": "superseded", "by_job": job["id"]}, "finished_at": _now()})
+        supersede_failed(txn, failed, by_job=job["id"])
     txn.put(APPROVED, str(job["id"]), job)
     txn.put(ENTRIES, str(entry_id), {**entry, "status": "queued", "decision": job["id"]})
     return job
