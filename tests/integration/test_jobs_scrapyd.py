@@ -14,7 +14,7 @@ import time
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.redis_client import crawl_prefix
 from tests.integration.test_scrapyd import _assert_stored, deployment  # noqa: F401 - the fixture
-from tests.integration.truthcheck import FAILED_FAULTS, assert_product_db_matches, first_url
+from tests.integration.truthcheck import assert_failed_only_faults, assert_product_db_matches, frontier_at
 from tests.services import redis_url
 
 
@@ -94,13 +94,7 @@ def test_the_next_worker_follows_or_stops_the_scrapyd_crawl_of_a_worker_killed_w
     assert ids == {"pending": set(), "running": set(), "finished": {first["external"]}}, ids  # one crawl in all
     truth = shop.truth()
     assert_product_db_matches(deploy.env["DATABASE_URL"], truth)
-    frontier = RedisFrontier(redis_url(), crawl_prefix(prefix, "demo"))
-    frontier.open()
-    try:
-        failed = sorted(first_url(json.loads(payload)).split("/", 3)[-1] for payload, _ in frontier.failures(10_000))
-    finally:
-        frontier.close()
-    assert failed == sorted(truth["faults"][fault].lstrip("/") for fault in FAILED_FAULTS), failed
+    assert_failed_only_faults(frontier_at(deploy.project, redis_url(), prefix), "demo", truth)
 
     assert deploy.recordhound("job", "start", str(job["id"])).returncode == 0  # again, from the beginning
     killed = subprocess.run(_worker(deploy, prefix, "--once"), cwd=deploy.project, capture_output=True, text=True,

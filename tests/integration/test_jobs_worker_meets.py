@@ -5,7 +5,6 @@ demo shop's truth (field by field, IDs and sequences) and the frontier's failed 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from recordhound.demo.process import ShopProcess
 from tests.integration.crawlers import children_of, kill_group_if_running, process_state, wait_for_pages
 from tests.integration.test_jobs_worker import RELEASES, SEED, _cli, _env, _jobs
 from tests.integration.test_jobs_worker import database  # noqa: F401 - the fixture
-from tests.integration.truthcheck import FAILED_FAULTS, assert_product_db_matches, first_url
+from tests.integration.truthcheck import assert_failed_only_faults, assert_product_db_matches, frontier_at
 from tests.services import TRUSTED, PostgresDatabase
 
 THROTTLE = ("--latency", "0.3",)  # every page 0.3 s late: a crawl long enough to act during it
@@ -46,21 +45,8 @@ def _frozen_child(pid: int) -> int | None:
 
 
 def _assert_crawl_matches_truth(tmp_path: Path, database_url: str, truth: dict[str, Any]) -> None:
-    from scrapy.settings import Settings
-
-    from recordhound.config import FrontierConfig
-    from recordhound.frontier.status import opened, verify
-
     assert_product_db_matches(database_url, truth)  # field by field; IDs consecutive, sequences at max(id)
-    settings = Settings()
-    settings.setmodule("recordhound.settings")
-    settings.setdict({"RECORDHOUND_FRONTIER_DIR": str(tmp_path / ".recordhound" / "frontier"),
-                      "RECORDHOUND_REDIS_URL": ""})
-    config = FrontierConfig.from_settings(settings)
-    with opened(config, "demo") as backend:
-        failed = sorted(first_url(json.loads(payload)).split("/", 3)[-1] for payload, _ in backend.failures(10_000))
-    assert failed == sorted(truth["faults"][fault].lstrip("/") for fault in FAILED_FAULTS), failed
-    assert verify(config, "demo") == []
+    assert_failed_only_faults(frontier_at(tmp_path), "demo", truth)
 
 
 def test_the_product_db_down_for_seconds_neither_ends_an_idle_worker_nor_fails_its_running_crawl_job(

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -33,7 +32,7 @@ from recordhound.demo.shops import sections_truth
 from recordhound.redis_client import connect
 from tests.integration.crawlers import CrawlSetup
 from tests.integration.dbcheck import ProductDb
-from tests.integration.truthcheck import FAILED_FAULTS, assert_product_db_matches
+from tests.integration.truthcheck import assert_failed_only_faults, assert_product_db_matches, frontier_at
 from tests.services import PostgresDatabase, crawl_env, redis_url, run_crawl, unique_prefix
 from tests.staticserver import StaticServer
 
@@ -386,21 +385,13 @@ def _assert_frontier_consistent(tmp_path: Path, stores: Stores, truth: dict[str,
     """``failed`` holds exactly the shop's known fault pages of the section (the Shopify-like one has
     none), nothing is left queued or leased, and the frontier's consistency checks (``recordhound
     frontier verify``) find nothing."""
-    from scrapy.settings import Settings
+    from recordhound.frontier.status import opened
 
-    from recordhound.config import FrontierConfig
-    from recordhound.frontier.status import opened, verify
-
-    settings = Settings()
-    settings.setmodule("recordhound.settings")
-    settings.setdict({"RECORDHOUND_FRONTIER_DIR": str(tmp_path / ".recordhound" / "frontier"),
-                      "RECORDHOUND_REDIS_URL": stores.redis_url, "RECORDHOUND_REDIS_PREFIX": stores.prefix})
-    config = FrontierConfig.from_settings(settings)
+    config = frontier_at(tmp_path, stores.redis_url, stores.prefix)
+    assert_failed_only_faults(config, "sitemapped", truth)
     with opened(config, "sitemapped") as backend:
-        failed, counts = sorted(urlsplit(d.url).path for d in backend.dead_letters()), backend.counts()
-    assert failed == sorted(truth["faults"][f] for f in FAILED_FAULTS if f in truth["faults"]), failed
+        counts = backend.counts()
     assert counts.seeded and counts.status == "completed" and counts.queued == counts.leased_total == 0, counts
-    assert verify(config, "sitemapped") == []
 
 
 def test_a_node_killed_while_it_expands_a_sitemap_whose_lastmods_moved_fetches_each_moved_page_once(

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from recordhound.config import FrontierConfig
 from recordhound.text import catalog_number_key, name_key
 from tests.integration.crawlers import CrawlSetup
 from tests.integration.dbcheck import ProductDb
@@ -151,3 +154,27 @@ def tally(setup: CrawlSetup, truth: dict[str, Any]) -> dict[str, int]:
     result["wrongly_failed"] = sum(1 for path in failed if path not in allowed)
     result["verify_problems"] = len(verify(setup.frontier_config(), "demo"))
     return result
+
+
+def frontier_at(workdir: Path | str, redis_url: str = "", prefix: str = "") -> FrontierConfig:
+    """The frontier of crawls run in ``workdir``: its embedded file there, or Redis under ``prefix``."""
+    from scrapy.settings import Settings
+
+    settings = Settings()
+    settings.setmodule("recordhound.settings")
+    settings.setdict({"RECORDHOUND_FRONTIER_DIR": str(Path(workdir) / ".recordhound" / "frontier"),
+                      "RECORDHOUND_REDIS_URL": redis_url, "RECORDHOUND_REDIS_PREFIX": prefix})
+    return FrontierConfig.from_settings(settings)
+
+
+def assert_failed_only_faults(config: FrontierConfig, crawl: str, truth: dict[str, Any]) -> None:
+    """``failed`` holds exactly the shop's known fault pages (of the truth given: a section may have
+    none), each by the URL it was sent to, and ``recordhound frontier verify`` finds nothing."""
+    from recordhound.frontier.status import opened, verify
+
+    with opened(config, crawl) as backend:
+        failed = sorted(urlsplit(first_url(json.loads(payload))).path for payload, _ in backend.failures(10_000))
+    faults = truth.get("faults", {})
+    known = sorted(faults[fault] for fault in FAILED_FAULTS if fault in faults)
+    assert failed == known, f"failed pages {failed}, the shop's known fault pages {known}"
+    assert verify(config, crawl) == []
