@@ -22,6 +22,14 @@ class RecordhoundError(Exception):
     """Base class: the message says what was wrong, where, and what to do."""
 
 
+class Unavailable(RecordhoundError):
+    """A service the crawl needs (Redis, the product database) cannot be reached now: nothing was done,
+    and the same command is worth running again later. ``scrapy crawl`` exits with ``EXIT_CODE``
+    (sysexits' EX_TEMPFAIL), so a caller (``recordhound worker``, cron) can tell it from a user's error (1)."""
+
+    EXIT_CODE = 75
+
+
 class ConfigError(RecordhoundError):
     """A setting has a value recordhound cannot use."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig, follow_enabled, non_negative_float
-from recordhound.exceptions import RecordhoundError, first_line
+from recordhound.exceptions import RecordhoundError, Unavailable, first_line
 from recordhound.sources import load_profile
 
 if TYPE_CHECKING:
@@ -66,9 +66,9 @@ def _role(client: Any) -> str:
     return role.decode() if isinstance(role, bytes) else str(role)
 
 
-def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
-    return RecordhoundError(f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset "
-                            f"REDIS_URL to use the embedded frontier")
+def redis_unreachable(url: str, exc: Exception) -> Unavailable:
+    return Unavailable(f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset "
+                       f"REDIS_URL to use the embedded frontier")
 
 
 def _check_database(url: str) -> None:
@@ -83,8 +83,8 @@ def _check_database(url: str) -> None:
         except NotPlain:
             revision = _stored_revision_by_sqlalchemy(url)
     except Unreachable as exc:
-        raise RecordhoundError(f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {exc}; "
-                               f"start it, or unset DATABASE_URL to use the SQLite file") from exc
+        raise Unavailable(f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {exc}; "
+                          f"start it, or unset DATABASE_URL to use the SQLite file") from exc
     if is_newer(revision):
         raise RecordhoundError(
             f"the product database at DATABASE_URL={safe_url(url)} has schema revision {revision}, newer than this "

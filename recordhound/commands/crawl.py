@@ -4,7 +4,9 @@ ended on a fatal error (the frontier's, say) exits non-zero.
 Scrapy's own command reports an exception raised while the crawler starts (Redis or
 PostgreSQL unreachable, an invalid profile) as tracebacks, several times over. A
 :class:`~recordhound.exceptions.RecordhoundError` is a message written for the user: it is
-printed once, as ``error: ...``, and the exit code is 1. ``-s LOG_LEVEL=DEBUG`` still logs the
+printed once, as ``error: ...``, and the exit code is 1; 75 (EX_TEMPFAIL) when Redis or the product
+database could not be reached (:class:`~recordhound.exceptions.Unavailable`: nothing was crawled, the same
+command is worth running again; ``recordhound worker`` does). ``-s LOG_LEVEL=DEBUG`` still logs the
 traceback. Anything else keeps Scrapy's behaviour: the error and its traceback, logged once.
 
 A second Ctrl-C (SIGINT or SIGTERM) stops the reactor with the crawl still closing, maybe inside a
@@ -30,7 +32,7 @@ from twisted.python.failure import Failure
 
 from recordhound import preflight
 from recordhound.errors import FATAL_STAT
-from recordhound.exceptions import RecordhoundError
+from recordhound.exceptions import RecordhoundError, Unavailable
 from recordhound.extensions.health import HEALTH_STAT
 from recordhound.frontier.engine_access import spider_closing
 from recordhound.jobs import orphans
@@ -101,7 +103,7 @@ class Command(ScrapyCrawl):
         self._error: RecordhoundError | None = None
         if self._preflight is not None:
             self._report(self._preflight, self._preflight)
-            self.exitcode = 1
+            self.exitcode = _code_of(self._preflight)
             return
         crawler = self._create_crawler(args[0])
         running = self.crawler_process.crawl(crawler, **opts.spargs)
@@ -150,7 +152,14 @@ class Command(ScrapyCrawl):
         unhealthy = stats.get_value(HEALTH_STAT) if stats else None
         if unhealthy and not fatal:  # a crawl stopped on an error fails its checks too: one line says why
             print(f"error: the crawl failed its health checks: {unhealthy}", file=sys.stderr)
-        return 1 if self._error or fatal or unhealthy or self.crawler_process.bootstrap_failed else 0
+        if self._error is not None and not (fatal or unhealthy):
+            return _code_of(self._error)
+        return 1 if fatal or unhealthy or self.crawler_process.bootstrap_failed else 0
+
+
+def _code_of(error: RecordhoundError) -> int:
+    """1 for a user's error; ``Unavailable.EXIT_CODE`` when a service could not be reached (try again)."""
+    return Unavailable.EXIT_CODE if isinstance(error, Unavailable) else 1
 
 
 def _still_closing(running: object) -> bool:

@@ -180,7 +180,7 @@ class Counts:
     done: int = 0
     failed: int = 0
     seen: int = 0
-    status: str = "new"  # new | running | completed | resetting
+    status: str = "new"  # new | running | completed | resetting (by one owner: ``reset_owner``)
     seeded: bool = False  # the start requests are queued
     start_claim: str = ""  # token of the node that claimed the start requests
     waiting: int = 0  # of the queued: entries whose retry time has not come yet
@@ -332,9 +332,17 @@ class FrontierBackend(ABC):
         token: a takeover). Compare-and-set: one caller wins."""
 
     @abstractmethod
-    def begin_reset(self, expected_status: str) -> bool:
-        """Compare-and-set the crawl's status from ``expected_status`` to "resetting" (one node
-        of many starting on a completed crawl wins, and then calls ``reset``)."""
+    def begin_reset(self, expected_status: str, expected_owner: str = "") -> bool:
+        """Compare-and-set the crawl's status from ``expected_status`` to "resetting", owned by a new
+        token of this handle's (one node of many starting on a completed crawl wins, and then calls
+        ``reset``, which that token fences). From "resetting" (a reset left unfinished, its party
+        gone) the current owner must be ``expected_owner`` too (``reset_owner``'s answer): of the
+        parties that found the same left-over reset, exactly one takes it over."""
+
+    @abstractmethod
+    def reset_owner(self) -> str:
+        """The token of the party that began (or took over) the reset in progress ("": none, or one
+        begun by an older version)."""
 
     @abstractmethod
     def set_status(self, status: str) -> None: ...
@@ -359,5 +367,8 @@ class FrontierBackend(ABC):
         queued and leased (or done), a lease without owner or expiry, counters that do not add up."""
 
     @abstractmethod
-    def reset(self) -> None:
-        """Forget this crawl entirely (queue, leases, seen-set, counters, nodes)."""
+    def reset(self) -> bool:
+        """Forget this crawl entirely (queue, leases, seen-set, counters, nodes). A reset this handle
+        began (``begin_reset``) deletes only while it still owns it: False when another party took it
+        over (or finished it, and the crawl may be filling again), and nothing more was deleted. A
+        reset nobody began (the operator's ``frontier reset``) is unconditional."""

@@ -108,8 +108,11 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
     """A completed crawl starts anew: exactly one of the nodes starting on it resets it
     (compare-and-set on its status), the others wait until the reset is done. Not one with rechecks
     scheduled (``rechecks``: the profile has a recrawl schedule): the next run fetches what is due; a
-    crawl completed before its profile had one has none scheduled, and starts anew."""
-    waited = 0.0
+    crawl completed before its profile had one has none scheduled, and starts anew. A reset whose
+    owner stays the same for ``lease_seconds`` was left unfinished: one of the nodes waiting takes it
+    over (compare-and-set on its owner too), the others wait for that one; a node whose own reset was
+    taken over meanwhile (it stalled) deletes no more, and waits for it too."""
+    waited, owner = 0.0, None
     while True:
         counts = backend.counts()
         status = counts.status
@@ -120,14 +123,16 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
         if status == "completed" and not others_alive(backend, lease_seconds):
             if backend.begin_reset("completed"):
                 logger.info("Crawl %r was completed; starting it anew", crawl)
-                backend.reset()
-                return
+                if backend.reset():
+                    return
         elif status != "resetting":
             return
-        elif waited >= lease_seconds and backend.begin_reset("resetting"):
+        elif (seen := backend.reset_owner()) != owner:  # a reset begun or taken over since: waited for anew
+            waited, owner = 0.0, seen
+        elif waited >= lease_seconds and backend.begin_reset("resetting", seen):
             logger.warning("A reset of crawl %r was left unfinished; finishing it", crawl)
-            backend.reset()
-            return
+            if backend.reset():
+                return
         time.sleep(RESET_WAIT_SECONDS)  # off the reactor: open() runs this in a thread
         waited += RESET_WAIT_SECONDS
 

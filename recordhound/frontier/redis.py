@@ -22,7 +22,8 @@ of every key, so a whole crawl lives in one hash slot of a Redis Cluster):
     P:counters        HASH  seq, seen, done, failed
     P:writes          HASH  node -> commits it made (a node that counts more than the store: the store regressed)
     P:failed          LIST  JSON {id, payload, reason, at, history, score, attempts}: dead letters
-    P:state           HASH  status, start_claim (a node's token), seeded (start requests queued)
+    P:state           HASH  status, start_claim (a node's token), seeded (start requests queued),
+                            reset_by (the owner's token of a reset in progress)
     P:nodes           HASH  node -> JSON {host, pid, token, heartbeat}
 
 Every multi-step update is one Lua script (``redis_scripts.py``). Scripts build the
@@ -68,6 +69,7 @@ class RedisFrontier(FrontierBackend):
         self._redis: redis.Redis | None = None
         self._scripts: dict[str, Any] = {}
         self._connections = 0
+        self._reset_by = ""  # the token of the reset this handle began (fences its ``reset``)
         names = ("queue", "payloads", "counters", "owner", "expiry", "attempts", "failed", "state", "nodes",
                  "delayed", "score", "history", "scheduled", "validators", "lost", "writes", "trying")
         self.keys = {name: f"{prefix}:{name}" for name in names}
@@ -90,7 +92,7 @@ class RedisFrontier(FrontierBackend):
         self._redis = client
         self._scripts = {name: client.register_script(getattr(lua, name))
                          for name in ("COMMIT", "LEASE", "REQUEUE", "RENEW", "CLAIM_NODE", "HEARTBEAT",
-                                     "CLAIM_START", "BEGIN_RESET", "REQUEUE_FAILED")}
+                                     "CLAIM_START", "BEGIN_RESET", "RESET_BATCH", "REQUEUE_FAILED")}
         self._scripts["SNAPSHOT"] = client.register_script(SNAPSHOT)
         return client
 
@@ -260,8 +262,16 @@ class RedisFrontier(FrontierBackend):
     def claim_start(self, token: str, replace_token: str) -> bool:
         return bool(self._scripts["CLAIM_START"](keys=self._k("state"), args=[token, replace_token]))
 
-    def begin_reset(self, expected_status: str) -> bool:
-        return bool(self._scripts["BEGIN_RESET"](keys=self._k("state"), args=[expected_status]))
+    def begin_reset(self, expected_status: str, expected_owner: str = "") -> bool:
+        owner = secrets.token_hex(8)
+        if not self._scripts["BEGIN_RESET"](keys=self._k("state"), args=[expected_status, expected_owner, owner]):
+            return False
+        self._reset_by = owner
+        return True
+
+    def reset_owner(self) -> str:
+        owner = self.r.hget(self.keys["state"], "reset_by")
+        return owner.decode() if owner else ""
 
     def set_status(self, status: str) -> None:
         self.r.hset(self.keys["state"], "status", status)
@@ -286,18 +296,23 @@ class RedisFrontier(FrontierBackend):
     def verify(self) -> list[str]:
         return self._snapshot(VERIFY).problems()
 
-    def reset(self) -> None:
+    def reset(self) -> bool:
         """Delete every key of the crawl; ``P:state`` last, so a "resetting" status stays
-        visible to other starting nodes until the crawl is really empty."""
+        visible to other starting nodes until the crawl is really empty. Each batch is deleted only
+        while this handle's reset still owns ``P:state`` (when it began one)."""
         state = self.keys["state"].encode()
         batch: list[bytes] = []
         for key in self.r.scan_iter(match=f"{self.prefix}:*", count=1000):
             if key != state:
                 batch.append(key)
             if len(batch) >= 1000:
-                self.r.unlink(*batch)
+                if not self._scripts["RESET_BATCH"](keys=[state, *batch], args=[self._reset_by]):
+                    return False
                 batch = []
-        self.r.unlink(*batch, state)
+        if not self._scripts["RESET_BATCH"](keys=[state, *batch, state], args=[self._reset_by]):
+            return False
+        self._reset_by = ""
+        return True
 
 
 def _priority(score: object, frontier_id: int) -> int:

@@ -335,10 +335,19 @@ redis.call('HSET', KEYS[1], 'start_claim', ARGV[1])
 return 1
 """
 
-# KEYS: state   ARGV: expected_status   (compare-and-set: one node resets a completed crawl)
+# KEYS: state   ARGV: expected_status expected_owner owner   (compare-and-set: one node resets a completed
+# crawl; from "resetting", the owner seen must still be the owner: one party takes a left-over reset over)
 BEGIN_RESET = """
 local status = redis.call('HGET', KEYS[1], 'status') or 'new'
 if status ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'status', 'resetting')
+if status == 'resetting' and (redis.call('HGET', KEYS[1], 'reset_by') or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'resetting', 'reset_by', ARGV[3])
+return 1
+"""
+
+# KEYS: state key*   ARGV: owner ("": a reset nobody began)   (one batch of a reset, fenced by its owner)
+RESET_BATCH = """
+if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], 'reset_by') ~= ARGV[1] then return 0 end
+if #KEYS > 1 then redis.call('UNLINK', unpack(KEYS, 2)) end
 return 1
 """

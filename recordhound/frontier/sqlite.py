@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 import time
 from contextlib import AbstractContextManager
@@ -54,6 +55,7 @@ class SqliteFrontier(FrontierBackend):
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path, self.timeout = path, timeout  # timeout: the longest wait for the file's write lock
         self._db: sqlite3.Connection | None = None
+        self._reset_by = ""  # the token of the reset this handle began (fences its ``reset``)
 
     def open(self) -> None:
         try:
@@ -344,13 +346,21 @@ class SqliteFrontier(FrontierBackend):
             db.execute("INSERT OR REPLACE INTO state VALUES ('start_claim', ?)", (token,))
             return True
 
-    def begin_reset(self, expected_status: str) -> bool:
+    def begin_reset(self, expected_status: str, expected_owner: str = "") -> bool:
+        owner = secrets.token_hex(8)
         with self._tx() as db:
-            row = db.execute("SELECT value FROM state WHERE key = 'status'").fetchone()
-            if (row[0] if row else "new") != expected_status:
+            state = dict(db.execute("SELECT key, value FROM state WHERE key IN ('status', 'reset_by')").fetchall())
+            if state.get("status", "new") != expected_status or (
+                    expected_status == "resetting" and state.get("reset_by", "") != expected_owner):
                 return False
-            db.execute("INSERT OR REPLACE INTO state VALUES ('status', 'resetting')")
-            return True
+            db.executemany("INSERT OR REPLACE INTO state VALUES (?, ?)", [("status", "resetting"), ("reset_by", owner)])
+        self._reset_by = owner
+        return True
+
+    def reset_owner(self) -> str:
+        assert self._db is not None
+        row = self._db.execute("SELECT value FROM state WHERE key = 'reset_by'").fetchone()
+        return str(row[0]) if row else ""
 
     def set_status(self, status: str) -> None:
         with self._tx() as db:
@@ -414,11 +424,16 @@ class SqliteFrontier(FrontierBackend):
             problems.append(f"the same request is queued {count} times: {payload[:120]}")
         return problems
 
-    def reset(self) -> None:
+    def reset(self) -> bool:
         with self._tx() as db:
+            owner = db.execute("SELECT value FROM state WHERE key = 'reset_by'").fetchone()
+            if self._reset_by and (owner is None or owner[0] != self._reset_by):
+                return False  # another party took this handle's reset over (or finished it)
             for table in ("queue", "seen", "failed", "counters", "nodes", "trying", "state"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
             db.execute("DELETE FROM sqlite_sequence WHERE name = 'queue'")  # ids count from 1 again
+        self._reset_by = ""
+        return True
 
 
 def _appended(history: str | None, attempt: str) -> str | None:

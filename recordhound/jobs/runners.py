@@ -17,7 +17,8 @@ from scrapy.settings import BaseSettings
 
 from recordhound import failpoints
 from recordhound.config import FrontierConfig
-from recordhound.exceptions import RecordhoundError
+from recordhound.backoff import backoff_seconds
+from recordhound.exceptions import RecordhoundError, Unavailable
 from recordhound.jobs import orphans, states
 from recordhound.jobs.config import WorkerConfig
 from recordhound.jobs.store import Job
@@ -27,6 +28,8 @@ logger = logging.getLogger(__name__)
 Beat = Callable[[dict[str, Any]], str]  # progress changes → the job's status now
 LOG_DIR = os.path.join(".recordhound", "logs")
 STOP_BEAT_SECONDS = 1.0  # while a crawl stops, the job's heartbeat is written this often
+UNAVAILABLE_CAP_SECONDS = 30.0  # the longest wait before starting again a crawl that could not reach a service
+STOPPED_CODE = -1000  # _crawl_once: the job was stopped (the crawl returned its leases), not an exit code
 
 
 class JobFailed(RecordhoundError):
@@ -77,16 +80,36 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     """A local crawl process; SIGTERM when asked to stop (it returns its leases: resumable). It runs in a
     session of its own: a terminal's Ctrl-C reaches the worker alone, which stops the crawl once (in the
     worker's process group, the crawl took that Ctrl-C as a first stop and the worker's SIGTERM as a
-    second, forced one). A worker that dies (SIGKILL) takes its crawl with it (``orphans.py``)."""
+    second, forced one). A worker that dies (SIGKILL) takes its crawl with it (``orphans.py``). A crawl
+    that could not reach Redis or the product database at its start (exit ``Unavailable.EXIT_CODE``:
+    it did nothing) is started again after a backoff, as the worker waits out the job store's outages:
+    an outage between the claim and the crawl's start does not fail the job."""
     os.makedirs(LOG_DIR, exist_ok=True)
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings"),
-           **orphans.env(config.stop_seconds)}
     pages = FramePages(job, settings)
     try:
         pages.restart_if_asked(beat)
-    except BaseException:
+        tries = 0
+        while (ended := _crawl_once(job, config, beat, overrides, pages)) == Unavailable.EXIT_CODE:
+            tries += 1
+            delay = backoff_seconds(tries, UNAVAILABLE_CAP_SECONDS)
+            logger.warning("%s: its crawl could not reach Redis or the product database (log: %s/job-%d.log); "
+                           "started again in %.1f s", job.name, LOG_DIR, job.id, delay)
+            if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
+                return states.STOPPED
+    finally:
         pages.close()
-        raise
+    if ended == STOPPED_CODE:
+        return states.STOPPED
+    if ended != 0:
+        raise JobFailed(f"the crawl exited with code {ended} (log: {LOG_DIR}/job-{job.id}.log)")
+    return states.DONE
+
+
+def _crawl_once(job: Job, config: WorkerConfig, beat: Beat, overrides: list[tuple[str, str]],
+                pages: FramePages) -> int:
+    """One crawl process to its end: its exit code, ``STOPPED_CODE`` when the job was stopped meanwhile."""
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings"),
+           **orphans.env(config.stop_seconds)}
     process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     stopping = False
@@ -104,10 +127,15 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     finally:
         if process.poll() is None:  # the worker itself is stopping: let the crawl return its leases
             _stop_crawl(process, config.stop_seconds, beat, signalled=stopping)
-        pages.close()
-    if process.returncode != 0:
-        raise JobFailed(f"the crawl exited with code {process.returncode} (log: {LOG_DIR}/job-{job.id}.log)")
-    return states.STOPPED if stopping else states.DONE
+    return STOPPED_CODE if stopping and process.returncode == 0 else process.returncode
+
+
+def _wait(seconds: float, poll_seconds: float, beat: Beat) -> str:
+    """``seconds`` with the job's heartbeat written meanwhile; the job's status at the end (or once stopping)."""
+    deadline = time.monotonic() + seconds
+    while (status := beat({})) != states.STOPPING and (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(poll_seconds, left))
+    return status
 
 
 def _stop_crawl(process: subprocess.Popen[bytes], seconds: float, beat: Beat, signalled: bool = False) -> None:
@@ -187,16 +215,35 @@ class FramePages:
         from recordhound.frontier.nodes import others_alive
 
         status = self._opened().counts().status  # compare-and-set to "resetting": a node that joins from now on
-        if not self.backend.begin_reset(status):  # waits for the reset; one registered before is seen below
+        owner = self.backend.reset_owner() if status == "resetting" else ""  # (a reset left unfinished: taken over)
+        if not self.backend.begin_reset(status, owner):  # waits for the reset; one registered before is seen below
             raise JobFailed(f"{self.job.name}: the crawl's state changed while its reset began: `job start` again")
         if others_alive(self.backend, self.lease_seconds):  # their leases would vanish under them
             self.backend.set_status(status)
             raise JobFailed(f"{self.job.name}: the crawl has live nodes (another run of it goes on): stop them, "
                             f"then `job start` again")
-        self.backend.reset()
+        if not self.backend.reset():
+            raise JobFailed(f"{self.job.name}: another party took the crawl's reset over before it was done: "
+                            f"`job start` again")
         self.base = None  # this run's pages are counted from the reset
         logger.info("%s: the crawl's frontier is reset (job start: from the beginning)", self.job.name)
         beat({"reset_crawl": False})
+
+    def unfinished(self) -> str:
+        """What the crawl has left, read once scrapyd says its process finished ("": it completed). A
+        finished process is not a completed crawl: one cancelled (or closed early) returned its leases
+        and left pages to fetch. A frontier that cannot be read says nothing: "" (scrapyd's word stands)."""
+        try:
+            counts = self._opened().counts()
+        except Exception as exc:  # noqa: BLE001 - the store down at the end: the crawl is not known unfinished
+            logger.warning("%s: could not read the crawl's frontier to check that it completed: %s", self.job.name, exc)
+            return ""
+        if counts.status == "completed":  # (rechecks come due since are the next run's work)
+            return ""
+        if not counts.seeded:
+            return "its start requests were never queued"
+        left = counts.to_fetch + counts.leased_total
+        return f"{left} pages left to fetch" if left else ""
 
     def _opened(self) -> Any:
         if not self.opened:
@@ -215,7 +262,10 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
     the shared frontier, so use it with REDIS_URL); stop cancels it with SIGTERM. A job taken over
     from a worker that died follows the crawl that worker started, if scrapyd still has it (it
     outlives its worker): one crawl, not a second one beside it; and a job taken over ``stopping``
-    cancels it, or starts nothing."""
+    cancels it, or starts nothing. scrapyd's "finished" says the process ended, not that the crawl
+    completed: the frontier says that. A followed crawl that was cut short (its worker cancelled it,
+    then died before it could record the job's end) is run again, as the attempt's own scrapyd job
+    resuming the frontier; one this worker started that was cut short fails the run."""
     from recordhound.scrapyd_client import ScrapydClient, Target
 
     client = ScrapydClient(Target.from_config(config.scrapyd_target))
@@ -224,34 +274,69 @@ def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Be
         logger.info("%s: following scrapyd job %s, which its last worker started", job.name, external)
     elif job.status == states.STOPPING:
         return states.STOPPED
-    pages = FramePages(job, settings)
-    stopping, name = False, ""
+    run = ScrapydRun(job, client, FramePages(job, settings), beat, config.poll_seconds)
     try:
         if external is None:
-            pages.restart_if_asked(beat)
-            args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url")
-                                                          else {})}
-            name = f"{_scrapyd_prefix(job)}{job.doc.get('attempts', 1)}"
-            beat({"external": name})  # before scrapyd has it: a stop after this worker's death cancels it there
-            external = client.schedule("catalog", 1, dict(overrides), args, job_ids=[name])[0]
-            failpoints.hit("jobs.scrapyd_scheduled")
-        while (where := _scrapyd_state(client.jobs(), external)) != "finished":
-            if where is None:  # cancelled while pending, or scrapyd restarted: it will not finish
-                if stopping:
-                    break
-                raise JobFailed(f"scrapyd no longer lists job {external} (restarted, or cancelled there)")
-            if beat({**pages.progress(None), "external": external}) == states.STOPPING and not stopping:
-                stopping = True
-                client.cancel(external)
-            time.sleep(config.poll_seconds)
-        beat({**pages.progress(None), "external": external})  # the counts of the crawl's end
+            run.pages.restart_if_asked(beat)
+            run.schedule(overrides)
+        else:
+            run.external = external
+        run.follow()
+        if (left := run.unfinished()) and external is not None:
+            logger.warning("%s: scrapyd job %s, which its last worker started, ended with %s: running the crawl "
+                           "again", job.name, external, left)
+            run.schedule(overrides)
+            run.follow()
+            left = run.unfinished()
+        if left:
+            raise JobFailed(f"scrapyd job {run.external} ended with {left} (cut short: cancelled there, or it "
+                            f"closed early); `job resume` goes on from its frontier")
     except KeyboardInterrupt:  # the worker's own stop: its crawl stops too (as a local crawl does), resumable
-        if (external or name) and not stopping:  # (scrapyd may have it though its answer did not come)
-            _cancel_quietly(client, external or name)
+        if run.external and not run.stopping:  # (scrapyd may have it though its answer did not come)
+            _cancel_quietly(client, run.external)
         raise
     finally:
-        pages.close()
-    return states.STOPPED if stopping or job.status == states.STOPPING else states.DONE
+        run.pages.close()
+    return states.STOPPED if run.stopping or job.status == states.STOPPING else states.DONE
+
+
+class ScrapydRun:
+    """One job's crawl on scrapyd: scheduled, or followed, to its end."""
+
+    def __init__(self, job: Job, client: Any, pages: FramePages, beat: Beat, poll_seconds: float) -> None:
+        self.job, self.client, self.pages, self.beat, self.poll_seconds = job, client, pages, beat, poll_seconds
+        self.external = ""  # the scrapyd job followed (or being scheduled)
+        self.stopping = False  # this worker asked scrapyd to stop it (the job is being stopped)
+
+    def schedule(self, overrides: list[tuple[str, str]]) -> None:
+        """A new scrapyd job of the crawl, named after this attempt; it resumes the crawl's frontier."""
+        job = self.job
+        args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url")
+                                                      else {})}
+        self.external = f"{_scrapyd_prefix(job)}{job.doc.get('attempts', 1)}"
+        self.beat({"external": self.external})  # before scrapyd has it: a stop after this worker's death cancels it
+        self.external = self.client.schedule("catalog", 1, dict(overrides), args, job_ids=[self.external])[0]
+        failpoints.hit("jobs.scrapyd_scheduled")
+
+    def follow(self) -> None:
+        """Until scrapyd lists the job finished (or, once this worker cancelled it, no longer lists it)."""
+        while (where := _scrapyd_state(self.client.jobs(), self.external)) != "finished":
+            if where is None:  # cancelled while pending, or scrapyd restarted: it will not finish
+                if self.stopping:
+                    break
+                raise JobFailed(f"scrapyd no longer lists job {self.external} (restarted, or cancelled there)")
+            if self.beat({**self.pages.progress(None), "external": self.external}) == states.STOPPING \
+                    and not self.stopping:
+                self.stopping = True
+                self.client.cancel(self.external)
+            time.sleep(self.poll_seconds)
+        self.beat({**self.pages.progress(None), "external": self.external})  # the counts of the crawl's end
+
+    def unfinished(self) -> str:
+        """What the crawl left undone ("": completed, or this run was stopped: a stop leaves pages by design)."""
+        if self.stopping or self.job.status == states.STOPPING:
+            return ""
+        return self.pages.unfinished()
 
 
 def _cancel_quietly(client: Any, external: str) -> None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+from recordhound.frontier.backend import Counts
 from recordhound.frontier.redis import RedisFrontier
 from recordhound.redis_client import crawl_prefix
 from tests.integration.test_scrapyd import _assert_stored, deployment  # noqa: F401 - the fixture
@@ -128,3 +129,56 @@ def _until(check) -> None:  # type: ignore[no-untyped-def]
     while not check():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.2)
+
+
+def _frontier_counts(prefix: str) -> Counts:
+    frontier = RedisFrontier(redis_url(), crawl_prefix(prefix, "demo"))
+    frontier.open()
+    try:
+        return frontier.counts()
+    finally:
+        frontier.close()
+
+
+def test_a_followed_crawl_that_was_cancelled_is_run_again_not_recorded_done(
+        deployment) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """A worker cancels its scrapyd crawl (its own stop) and dies before it can record the job's end; the
+    crawl is still closing (held here with SIGSTOP: its SIGTERM waits) when the next worker takes the job
+    over and follows it. scrapyd then lists it finished, but its frontier still has pages to fetch: the
+    job is not done (before: recorded done, the crawl cut short); the worker runs the crawl again (the
+    attempt's own scrapyd job, resuming the frontier) and the job is done once the shop is all in."""
+    deploy, shop, prefix = deployment
+    assert deploy.recordhound("job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+    first = _killed_while_running(deploy, prefix)
+    _until(lambda: _frontier_counts(prefix).done >= 100)  # mid-crawl
+    [crawl] = [found for found in deploy.client().jobs()["running"] if found["id"] == first["external"]]
+    os.kill(int(crawl["pid"]), signal.SIGSTOP)  # a close that takes a while: listed running meanwhile
+    try:
+        assert deploy.client().cancel(str(first["external"])) == "running"
+        follower = subprocess.Popen(_worker(deploy, prefix, "--once"), cwd=deploy.project,
+                                    env={**os.environ, **deploy.env}, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+
+        def following() -> bool:  # taken over, and a beat written after its first look at scrapyd
+            [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
+            return job["worker"] != first["worker"] and job["heartbeat"] > job["started_at"]
+        _until(following)
+    finally:
+        os.kill(int(crawl["pid"]), signal.SIGCONT)  # the cancel's SIGTERM lands: the crawl returns its leases
+    try:
+        _, stderr = follower.communicate(timeout=600)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    assert follower.returncode == 0, stderr[-3000:]
+    [job] = json.loads(deploy.recordhound("job", "list", "--json").stdout)
+    counts = _frontier_counts(prefix)
+    assert not (job["status"] == "done" and not counts.drained), (job, counts)  # done with pages left
+    rerun = f"demo--job{job['id']}-{job['attempts']}"
+    assert job["status"] == "done" and job["external"] == rerun != first["external"], job
+    assert counts.drained and counts.status == "completed", counts
+    ids = _scrapyd_ids(deploy)
+    assert ids == {"pending": set(), "running": set(), "finished": {first["external"], rerun}}, ids
+    truth = shop.truth()
+    assert_product_db_matches(deploy.env["DATABASE_URL"], truth)
+    assert_failed_only_faults(frontier_at(deploy.project, redis_url(), prefix), "demo", truth)

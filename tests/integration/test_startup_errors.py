@@ -1,7 +1,9 @@
 """A service that is down (a Redis Cluster too), a profile that does not exist or a bad spider
 argument, a review setting that is wrong while the store is off, or a review queue file that cannot be
 opened, or a crawl whose `recordhound worker` is gone, at start-up: one line, exit 1 (a review queue
-file: before, the store's writer failed to start and was started again for as long as the crawl ran)."""
+file: before, the store's writer failed to start and was started again for as long as the crawl ran);
+a service that cannot be reached exits 75 instead (EX_TEMPFAIL: try again later; before, 1, and a
+`recordhound worker` failed the job)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ CASES = {
     "worker gone": ({"RECORDHOUND_WORKER": "1 120"}, "source=demo",
                     "error: the worker that started this crawl is gone"),
 }
+UNAVAILABLE = {"redis", "postgresql", "redis cluster"}  # exit 75: nothing was done, worth another try
 SETTINGS = {"review file": ("-s", "RECORDHOUND_REVIEW_PATH=/proc/1/no-such-folder/review.sqlite3"),
             "base url": ("-a", "base_url=notaurl"),
             "store off, a review setting": ("-s", "RECORDHOUND_STORE_ENABLED=false",
@@ -35,21 +38,21 @@ SETTINGS = {"review file": ("-s", "RECORDHOUND_REVIEW_PATH=/proc/1/no-such-folde
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_start_up_error_is_one_line_and_exit_1(case: str, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_start_up_error_is_one_line_and_exit_1_or_75(case: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     env, source, message = CASES[case]
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     database = env.get("DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite3'}")
     result = run_crawl(tmp_path, database, "-a", source, *SETTINGS.get(case, ()), timeout=60)
-    assert result.returncode == 1
+    assert result.returncode == (75 if case in UNAVAILABLE else 1), result.stderr[-2000:]
     assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(message), result.stderr[-2000:]
     assert result.stderr.rstrip().endswith(errors[0])
 
 
-def test_a_postgresql_that_never_answers_is_one_line_and_exit_1_not_a_hang(tmp_path: Path) -> None:
+def test_a_postgresql_that_never_answers_is_one_line_and_exit_75_not_a_hang(tmp_path: Path) -> None:
     """The server's port takes the connection and says nothing (a frozen host, a stalled network):
     the start-up check gives up after libpq's connect timeout (10 s unless the URL sets
     ``connect_timeout``) with one line; before, the crawl waited as long as the server did."""
@@ -57,7 +60,7 @@ def test_a_postgresql_that_never_answers_is_one_line_and_exit_1_not_a_hang(tmp_p
         proxy.stall(300)
         url = make_url(database.url).set(port=proxy.port).render_as_string(hide_password=False)
         result = run_crawl(tmp_path, url, "-a", "source=demo", timeout=60)  # a hang fails here
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 75 and "Traceback" not in result.stderr, result.stderr[-2000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith("error: cannot reach the product database"), result.stderr[-2000:]
     assert "timeout" in errors[0], errors

@@ -131,3 +131,51 @@ def test_a_job_taken_to_cancel_its_scrapyd_crawl_stays_stopping_when_scrapyd_can
     store.update_job(engine, job.id, {"heartbeat": time.time() - 60})
     again = store.claim(engine, "h:2", 30, lambda _: True, stops_external=True)
     assert again is not None and again.status == states.STOPPING  # the cancel is tried again
+
+
+def test_a_scrapyd_crawl_that_finished_with_pages_left_fails_the_run_and_one_that_completed_is_done(
+        tmp_path: Path, settings: Settings, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scrapyd's "finished" says the crawl's process ended, not that the crawl completed (cancelled there, it
+    returns its leases and ends): the frontier says that. Pages left: the run fails, one line saying how
+    many (before: done); the frontier completed: done."""
+    from recordhound.config import FrontierConfig
+    from recordhound.frontier.backend import Entry
+    from recordhound.frontier.factory import make_backend
+    from recordhound.frontier.outside import crawl_name
+    from recordhound.sources import load_profile
+
+    scheduled: list[str] = []
+
+    class EndsAtOnce:  # a scrapyd on which each crawl scheduled has ended by the first look
+        def __init__(self, _target: object) -> None: ...
+
+        def jobs(self) -> dict[str, list[dict[str, str]]]:
+            return {"pending": [], "running": [], "finished": [{"id": name} for name in scheduled]}
+
+        def schedule(self, _spider: str, _nodes: int, _settings: object, _args: object,
+                     job_ids: list[str]) -> list[str]:
+            scheduled.extend(job_ids)
+            return job_ids
+
+    monkeypatch.setattr("recordhound.scrapyd_client.ScrapydClient", EndsAtOnce)
+    (tmp_path / "scrapy.cfg").write_text("[deploy:local]\nurl = http://127.0.0.1:9\nproject = rh\n")
+    settings.set("RECORDHOUND_JOB_SCRAPYD_TARGET", "local")
+    config = FrontierConfig.from_settings(settings)
+    frontier = make_backend(config, crawl_name(config, load_profile("demo", settings.getlist(
+        "RECORDHOUND_PROFILES_DIRS"))))
+    frontier.open()
+    frontier.commit([Entry(bytes([n]) * 8, 0, f"page-{n}") for n in range(3)], [], [], seeded=True)
+    frontier.set_status("running")
+    job = create.crawl_job(engine, settings, "demo")
+    assert _worker(engine, settings).run(once=True) == 1
+    failed = store.get(engine, job.id).doc
+    assert failed["status"] == states.FAILED and "\n" not in failed["last_error"], failed
+    assert failed["last_error"].startswith(f"JobFailed: scrapyd job demo--job{job.id}-1 ended with 3 pages left "
+                                           f"to fetch"), failed
+    frontier.commit([], [lease.lease for lease in frontier.lease("n1", 3, 60)], [])
+    frontier.set_status("completed")
+    frontier.close()
+    assert store.request(engine, job.id, "resume").status == states.QUEUED
+    assert _worker(engine, settings).run(once=True) == 1
+    done = store.get(engine, job.id).doc
+    assert done["status"] == states.DONE and scheduled == [f"demo--job{job.id}-1", f"demo--job{job.id}-2"], done
