@@ -136,6 +136,7 @@ RECORDHOUND_RETRY_HTTP_CODES = [408, 429, 500, 502, 503, 504, 522, 524]  # HTTP 
 RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND = 0.0  # requests started per second and host (0: no limit)
 RECORDHOUND_POLITENESS_CONCURRENCY = 0  # requests in flight per host (count; 0: no limit)
 # Lower a host's rate when it answers 429/503 or slows down, raise it slowly when it recovers (bool).
+# With no rate configured, a host that answers 429/503 gets a learned rate (from the rate it was sent at).
 RECORDHOUND_POLITENESS_ADAPTIVE = True
 
 # --- Crawl health (Spidermon) ---------------------------------------------------------------
@@ -222,6 +223,9 @@ RECORDHOUND_WORKER_LEASE_SECONDS = 30.0
 # A worker that is stopped (SIGTERM) stops its crawl the same way and waits this long for it to
 # return its leases; a crawl still running then is killed (its leases expire and return).
 RECORDHOUND_WORKER_STOP_SECONDS = 120.0
+# A crawl that cannot reach Redis or the product DB at its start (exit 75) is started again with
+# backoff for this long, then its job fails with the crawl's error line (seconds; 0: fail at once).
+RECORDHOUND_WORKER_UNAVAILABLE_SECONDS = 600.0
 RECORDHOUND_JOB_IMPORT_BATCH = 500  # rows per committed batch (and per progress update) of an import job
 # A [deploy:NAME] of scrapy.cfg: crawl jobs are scheduled on that scrapyd (empty: a local crawl process).
 RECORDHOUND_JOB_SCRAPYD_TARGET = ""

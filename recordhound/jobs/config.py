@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from scrapy.settings import BaseSettings
 
-from recordhound.config import positive_float, positive_int
+from recordhound.config import non_negative_float, positive_float, positive_int
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class WorkerConfig:
     drafts_dir: str
     profiles_dir: str  # where the admin saves the profiles it creates (the first profiles folder)
     stop_seconds: float = 120.0  # a stopping worker's crawl: SIGTERM, then SIGKILL after this long
+    unavailable_seconds: float = 600.0  # a crawl that cannot reach a service at its start: tried again this long
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> WorkerConfig:
@@ -32,4 +33,5 @@ class WorkerConfig:
             drafts_dir=str(settings.get("RECORDHOUND_DRAFTS_DIR") or ".recordhound/drafts"),
             profiles_dir=str(dirs[0]),
             stop_seconds=positive_float(settings, "RECORDHOUND_WORKER_STOP_SECONDS"),
+            unavailable_seconds=non_negative_float(settings, "RECORDHOUND_WORKER_UNAVAILABLE_SECONDS"),
         )

@@ -29,6 +29,7 @@ Beat = Callable[[dict[str, Any]], str]  # progress changes → the job's status 
 LOG_DIR = os.path.join(".recordhound", "logs")
 STOP_BEAT_SECONDS = 1.0  # while a crawl stops, the job's heartbeat is written this often
 UNAVAILABLE_CAP_SECONDS = 30.0  # the longest wait before starting again a crawl that could not reach a service
+SAID_TAIL_BYTES = 64 * 1024  # the crawl's error line is looked for in this much of the end of its log
 STOPPED_CODE = -1000  # _crawl_once: the job was stopped (the crawl returned its leases), not an exit code
 
 
@@ -65,7 +66,7 @@ def run_import(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Bea
 
 def crawl_command(job: Job, overrides: list[tuple[str, str]]) -> list[str]:
     command = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", f"source={job.doc['profile']}",
-               "-s", f"LOG_FILE={os.path.join(LOG_DIR, f'job-{job.id}.log')}", "-s", "RECORDHOUND_SUMMARY_ENABLED=false"]
+               "-s", f"LOG_FILE={_log_path(job)}", "-s", "RECORDHOUND_SUMMARY_ENABLED=false"]
     if job.doc.get("base_url"):
         command += ["-a", f"base_url={job.doc['base_url']}"]
     if (job.doc.get("schedule") or {}).get("follow"):
@@ -88,12 +89,14 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     pages = FramePages(job, settings)
     try:
         pages.restart_if_asked(beat)
-        tries = 0
+        tries, since = 0, time.monotonic()
         while (ended := _crawl_once(job, config, beat, overrides, pages)) == Unavailable.EXIT_CODE:
+            if time.monotonic() - since >= config.unavailable_seconds:
+                break  # (RECORDHOUND_WORKER_UNAVAILABLE_SECONDS): the job fails with the crawl's error
             tries += 1
             delay = backoff_seconds(tries, UNAVAILABLE_CAP_SECONDS)
-            logger.warning("%s: its crawl could not reach Redis or the product database (log: %s/job-%d.log); "
-                           "started again in %.1f s", job.name, LOG_DIR, job.id, delay)
+            logger.warning("%s: its crawl could not reach a service: %s; started again in %.1f s", job.name,
+                           _said(job) or f"see {_log_path(job)}", delay)
             if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
                 return states.STOPPED
     finally:
@@ -101,8 +104,25 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     if ended == STOPPED_CODE:
         return states.STOPPED
     if ended != 0:
-        raise JobFailed(f"the crawl exited with code {ended} (log: {LOG_DIR}/job-{job.id}.log)")
+        said = _said(job)
+        raise JobFailed(f"the crawl exited with code {ended}{': ' + said if said else ''} (log: {_log_path(job)})")
     return states.DONE
+
+
+def _log_path(job: Job) -> str:
+    return os.path.join(LOG_DIR, f"job-{job.id}.log")
+
+
+def _said(job: Job) -> str:
+    """The crawl's last one-line error (``error: ...``, which `scrapy crawl` prints to its stderr: the
+    job's log), without its prefix; "" when it said none."""
+    try:
+        with open(_log_path(job), "rb") as log:
+            log.seek(max(0, os.fstat(log.fileno()).st_size - SAID_TAIL_BYTES))
+            lines = log.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    return next((line[len("error: "):] for line in reversed(lines) if line.startswith("error: ")), "")
 
 
 def _crawl_once(job: Job, config: WorkerConfig, beat: Beat, overrides: list[tuple[str, str]],
@@ -110,8 +130,9 @@ def _crawl_once(job: Job, config: WorkerConfig, beat: Beat, overrides: list[tupl
     """One crawl process to its end: its exit code, ``STOPPED_CODE`` when the job was stopped meanwhile."""
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings"),
            **orphans.env(config.stop_seconds)}
-    process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    with open(_log_path(job), "ab") as log:  # its stderr too: the one-line errors `scrapy crawl` prints there
+        process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     stopping = False
     try:
         while process.poll() is None:

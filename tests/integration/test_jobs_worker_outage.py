@@ -239,7 +239,8 @@ def test_a_crawl_that_cannot_reach_the_db_at_its_start_is_started_again_not_fail
         worker = _worker(tmp_path, db.url, *POLL, log=log)
         try:
             _reset_during_an_outage(tmp_path, db, worker)
-            _until("the crawl's start refused", lambda: "could not reach" in (tmp_path / "worker.log").read_text(), 60)
+            said = _until("the crawl's start refused", lambda: _said(tmp_path, "could not reach a service"), 60)
+            assert "cannot reach the product database" in said, said  # the crawl's own error line, in one
             time.sleep(1)
             db.let_in()
             job = _until("the job ended", lambda: next((j for j in _jobs(tmp_path, db.url)
@@ -248,3 +249,33 @@ def test_a_crawl_that_cannot_reach_the_db_at_its_start_is_started_again_not_fail
             _stop(worker)
         assert (job["status"], job["attempts"], job["last_error"], job["reset_crawl"]) == ("done", 1, None, False), job
         _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
+
+
+def test_a_crawl_that_cannot_reach_the_db_for_longer_than_the_worker_waits_fails_saying_why(tmp_path: Path) -> None:
+    """As above, with the DB down for longer than ``RECORDHOUND_WORKER_UNAVAILABLE_SECONDS`` (1 s here):
+    the job fails, its ``last_error`` the crawl's own error line (before: "exited with code 1" and a log
+    without the reason, the crawl's stderr discarded); `job resume` then completes it to the shop's truth."""
+    with PostgresDatabase(own_role=True) as db, ShopProcess(RELEASES, seed=SEED, throttle=THROTTLE) as shop, \
+            open(tmp_path / "worker.log", "w") as log:
+        _started_again(tmp_path, db, shop)
+        worker = _worker(tmp_path, db.url, *POLL, "-s", "RECORDHOUND_WORKER_UNAVAILABLE_SECONDS=1", log=log)
+        try:
+            _reset_during_an_outage(tmp_path, db, worker)
+            _until("the job failed", lambda: _said(tmp_path, " failed: the crawl exited with code 75"), 60)
+            db.let_in()
+            job = _until("the failure recorded", lambda: (j := _job_row(db))["status"] != "running" and j, 30)
+            assert job["status"] == "failed", job
+            assert job["last_error"].startswith("JobFailed: the crawl exited with code 75: cannot reach the product "
+                                                "database at DATABASE_URL="), job
+            assert _cli(tmp_path, db.url, "job", "resume", "1").returncode == 0
+            job = _until("the job done", lambda: next((j for j in _jobs(tmp_path, db.url)
+                                                       if j["status"] == "done"), None), 120)
+        finally:
+            _stop(worker)
+        assert (job["attempts"], job["reset_crawl"]) == (2, False), job  # resumed, not reset
+        _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
+
+
+def _said(tmp_path: Path, words: str) -> str:
+    """The worker's log line holding ``words`` ("": none yet)."""
+    return next((line for line in (tmp_path / "worker.log").read_text().splitlines() if words in line), "")
