@@ -136,7 +136,8 @@ RECORDHOUND_RETRY_HTTP_CODES = [408, 429, 500, 502, 503, 504, 522, 524]  # HTTP 
 RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND = 0.0  # requests started per second and host (0: no limit)
 RECORDHOUND_POLITENESS_CONCURRENCY = 0  # requests in flight per host (count; 0: no limit)
 # Lower a host's rate when it answers 429/503 or slows down, raise it slowly when it recovers (bool).
-# With no rate configured, a host that answers 429/503 gets a learned rate (from the rate it was sent at).
+# With no rate configured, a host that answers 429 gets a learned rate (from the rate it was sent at; a 503
+# alone teaches nothing), whose ceiling grows again slowly while no 429 comes.
 RECORDHOUND_POLITENESS_ADAPTIVE = True
 
 # --- Crawl health (Spidermon) ---------------------------------------------------------------

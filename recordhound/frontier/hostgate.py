@@ -13,6 +13,16 @@ outage as the rest of the close does; a store back from an older snapshot has th
 made the requests in flight again by the next tick. Before, such a slot was held until it expired,
 and a host of a few slots stopped for that long (35 s by default) after a blip of a second, on
 every node.
+
+Learned rates (no configured rate, adaptive on: ``Limits.learns``): a host is taken without asking the
+limiter (no store call, no slot: the request only carries its start time, ``STARTED_META``, so
+there is nothing to free; it is never stored with a request that goes back to the frontier) until it
+answers 429 (a 503 alone teaches nothing); the gate counts each host's starts in process
+(``SentRate``), and that first 429 gives the host a learned rate in the limiter from them (logged
+once and counted in ``LEARNED_STAT``). From then on the host's requests go through the limiter's
+bucket and every response of it is fed back (the ceiling may grow again: ``politeness.py``).
+With Redis a node also picks up the hosts another node learned, at most once a
+``LEARNED_CHECK_SECONDS`` (one pipelined call on the tick), so every node paces by the shared rate.
 """
 
 from __future__ import annotations
@@ -24,13 +34,13 @@ from collections import deque
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from scrapy import Request
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import reactor
 
 from recordhound.frontier import engine_access
-from recordhound.frontier.politeness import FULL, SLOT_WAIT_SECONDS, HostLimiter, Limits
+from recordhound.frontier.politeness import FULL, LEARN_STATUS, SLOT_WAIT_SECONDS, HostLimiter, Limits, SentRate
 from recordhound.frontier.registry import FRONTIER_ID
 
 if TYPE_CHECKING:
@@ -38,6 +48,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 SLOT_META = "recordhound_slot"  # request.meta key: the politeness slot the request holds
+STARTED_META = "recordhound_started"  # request.meta key: when a request that holds no slot was taken (monotonic)
+LEARNED_CHECK_SECONDS = 1.0  # how often a node asks the store which of its hosts another node learned a rate of
+LEARNED_STAT = "recordhound/politeness/learned"  # hosts that learned a rate from a 429 of this node
 
 
 class HostGate:
@@ -50,6 +63,9 @@ class HostGate:
         self._blocked: dict[str, float] = {}  # host -> monotonic time to ask again
         self._wake: Any = None  # twisted's DelayedCall
         self._wake_when = 0.0
+        self._sent: dict[str, SentRate] = {}  # host -> its recent starts (no configured rate)
+        self._learned: set[str] = set()  # hosts with a learned rate: paced through the limiter
+        self._learned_checked = 0.0
 
     def take(self, in_hand: deque[Request], held_back: AbstractSet[int] = frozenset()) -> Request | None:
         """The first request in hand whose host has a token and a free slot now, taken out of the
@@ -63,6 +79,8 @@ class HostGate:
             request = in_hand[index]
             del in_hand[index]
             return request
+        if not self.limits.active:
+            return self._take_learning(in_hand, held_back)
         now = time.monotonic()
         for index, request in enumerate(in_hand):
             if held_back and request.meta[FRONTIER_ID] in held_back:
@@ -74,6 +92,8 @@ class HostGate:
             wait = self.limiter.acquire(host, slot, self.limits)
             if wait == 0.0:
                 del in_hand[index]
+                if self.limits.learns:
+                    self._sent.setdefault(host, SentRate()).started(now)
                 request.meta[SLOT_META] = slot
                 self._slots[slot] = (host, now, request.meta[FRONTIER_ID])
                 self._by_lease[request.meta[FRONTIER_ID]] = slot
@@ -82,16 +102,59 @@ class HostGate:
             self._wake_at(self._blocked[host])
         return None
 
+    def _take_learning(self, in_hand: deque[Request], held_back: AbstractSet[int]) -> Request | None:
+        """``take`` with no limits configured: a host goes through the limiter once it has a learned rate."""
+        assert self.limiter is not None
+        now = time.monotonic()
+        for index, request in enumerate(in_hand):
+            if held_back and request.meta[FRONTIER_ID] in held_back:
+                continue
+            host = _host(request)
+            if host in self._learned:
+                if self._blocked.get(host, 0.0) > now:
+                    continue
+                wait = self.limiter.acquire(host, f"{self.holder}|{next(self._ids)}", self.limits)
+                if wait != 0.0:
+                    self._blocked[host] = now + wait
+                    self._wake_at(self._blocked[host])
+                    continue
+            del in_hand[index]
+            request.meta[STARTED_META] = now
+            self._sent.setdefault(host, SentRate()).started(now)
+            return request
+        return None
+
     def feedback(self, request: Request, status: int) -> None:
         """Adapt the host's rate to a response (best effort: an outage shows on the next call)."""
         slot = request.meta.get(SLOT_META)
-        if self.limiter is None or slot not in self._slots:
+        if self.limiter is None:
             return
-        host, since, _ = self._slots[slot]
+        now = time.monotonic()
+        if slot in self._slots:
+            host, since, _ = self._slots[slot]
+        elif STARTED_META in request.meta and not self.limits.active:
+            since = request.meta.pop(STARTED_META)
+            if not self._learned and status != LEARN_STATUS:
+                return  # the hot path
+            host = _host(request)
+        else:
+            return
+        sent = self._sent[host].rate(now) if host in self._sent else 0.0
+        if self.limits.learns and host not in self._learned:
+            if status != LEARN_STATUS:
+                return  # the hot path: a host that never said 429 costs no store call (a 503 alone learns nothing)
+            self._learn(host, sent)
         try:
-            self.limiter.feedback(host, self.limits, status, time.monotonic() - since)
+            self.limiter.feedback(host, self.limits, status, now - since, sent)
         except Exception as exc:  # noqa: BLE001 - the limiter's client raises its own error types
             logger.debug("Could not adapt the rate of %s: %s", host, exc)
+
+    def _learn(self, host: str, sent: float) -> None:
+        self._learned.add(host)
+        logger.info("%s answered 429: its requests are paced from now on, at a rate learned from the %.1f a "
+                    "second this node sent", host, sent)
+        if self.crawler is not None:
+            self.crawler.stats.inc_value(LEARNED_STAT)
 
     def free(self, request: Request) -> None:
         self._free(request.meta.get(SLOT_META))
@@ -131,6 +194,10 @@ class HostGate:
         outage raises; the next tick tries again."""
         if self.limiter is None:
             return
+        self._check_learned()
+        if not self.limits.active:
+            self._owed.resync = False  # learned rates only: this node holds no slot in the store
+            return
         if self._owed.resync:
             self.limiter.resync_holder(self.holder, {slot: host for slot, (host, _, _) in self._slots.items()})
             self._owed = _Owed()
@@ -141,6 +208,22 @@ class HostGate:
             del self._owed.returns[slot]
             self._unblock(host)
 
+    def _check_learned(self) -> None:
+        """The hosts this node sent requests to lately that another node learned a rate of (best effort)."""
+        now = time.monotonic()
+        if not self.limits.learns or now - self._learned_checked < LEARNED_CHECK_SECONDS:
+            return
+        self._learned_checked = now
+        for host in [host for host, sent in self._sent.items() if sent.rate(now) == 0.0]:
+            del self._sent[host]  # nothing started for a while: forgotten (counted again from its next start)
+        hosts = [host for host in self._sent if host not in self._learned]
+        if not hosts:
+            return
+        try:
+            self._learned |= self.limiter.learned(hosts) if self.limiter is not None else set()
+        except Exception as exc:  # noqa: BLE001 - the limiter's client raises its own error types
+            logger.debug("Could not read which hosts have a learned rate: %s", exc)
+
     def return_all(self) -> None:
         """At the close, nothing in flight: every slot this node holds in the store, those whose return
         failed included (an outage raises: the close tries again)."""
@@ -150,8 +233,9 @@ class HostGate:
         self._owed = _Owed()
 
     def forget(self, holder: str) -> None:
-        """Free the slots a gone process of ``holder`` (a node of this crawl) left behind."""
-        if self.limiter is not None:
+        """Free the slots a gone process of ``holder`` (a node of this crawl) left behind (none without limits:
+        learned rates take no slot)."""
+        if self.limiter is not None and self.limits.active:
             self.limiter.forget_holder(holder)
 
     def _wake_at(self, when: float) -> None:
@@ -182,4 +266,4 @@ class _Owed:
 
 
 def _host(request: Request) -> str:
-    return urlparse(request.url).netloc.lower()
+    return urlparse_cached(request).netloc.lower()  # cached per request: Scrapy's downloader parses it too

@@ -43,4 +43,5 @@ class CrawlPolicy:
                    profile.name if profile is not None else "")
 
     def limiter(self, config: FrontierConfig, settings: BaseSettings) -> HostLimiter | None:
-        return make_limiter(config, settings) if self.limits.active else None
+        """None when nothing is limited and nothing is learned (adaptive off): the gate takes any request."""
+        return make_limiter(config, settings) if self.limits.active or self.limits.learns else None

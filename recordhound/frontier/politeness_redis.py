@@ -3,7 +3,9 @@
 Keys (H = ``RECORDHOUND_REDIS_PREFIX:hosts:{host}``, braces included: the host is the hash tag, so
 both keys of a host share a Redis Cluster slot; shared by every crawl of that host):
 
-    H          HASH  tokens, stamp (Redis clock), rate (current adaptive rate), usual (latency), cut_at
+    H          HASH  tokens, stamp (Redis clock), rate (current adaptive rate), usual (latency), cut_at,
+                     held_at (a request last waited for a token), and learned (a crawl with no configured
+                     rate whose host answered 429): ceiling, grown_at (its last 429 or growth)
     H:slots    ZSET  "crawl:node|n" -> expiry: requests in flight; an expired slot is free again
 
 and, per holder (one node of one crawl), ``RECORDHOUND_REDIS_PREFIX:{crawl}:slots-held:{node}`` (in
@@ -17,6 +19,7 @@ expires an hour after its last use.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -27,7 +30,8 @@ from recordhound.frontier.politeness import HostLimiter, Limits
 KEY_TTL_SECONDS = 3600
 HOSTS_REFRESH_SECONDS = KEY_TTL_SECONDS / 4  # a holder's set of hosts is refreshed this often while used
 
-# KEYS: bucket slots   ARGV: rate concurrency slot slot_ttl key_ttl
+# KEYS: bucket slots   ARGV: rate concurrency slot slot_ttl key_ttl pace_share   (rate 0: none configured,
+# then the learned ceiling's, if any, times pace_share)
 ACQUIRE = """
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
@@ -36,6 +40,7 @@ if concurrency > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', clock)
   if redis.call('ZCARD', KEYS[2]) >= concurrency then return '-1' end
 end
+if configured <= 0 then configured = (tonumber(redis.call('HGET', KEYS[1], 'ceiling')) or 0) * tonumber(ARGV[6]) end
 if configured > 0 then
   local b = redis.call('HMGET', KEYS[1], 'tokens', 'stamp', 'rate')
   local rate = tonumber(b[3]) or configured
@@ -44,7 +49,7 @@ if configured > 0 then
   local stamp = tonumber(b[2]) or clock
   tokens = math.min(1, tokens + math.max(0, clock - stamp) * rate)
   if tokens < 1 then
-    redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'stamp', tostring(clock))
+    redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'stamp', tostring(clock), 'held_at', tostring(clock))
     redis.call('EXPIRE', KEYS[1], ARGV[5])
     return tostring((1 - tokens) / rate)
   end
@@ -60,6 +65,7 @@ return '0'
 
 
 # KEYS: bucket   ARGV: configured status latency key_ttl  + the constants of politeness.next_rate
+#   + sent_rate, the constants of politeness.next_learned  (configured 0: the learned rule)
 FEEDBACK = """
 local now = redis.call('TIME')
 local clock = tonumber(now[1]) + tonumber(now[2]) / 1e6
@@ -67,16 +73,44 @@ local configured, status, latency = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumb
 local cut, slow, raise, floor_share, cooldown, slow_times, slow_min =
   tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]),
   tonumber(ARGV[10]), tonumber(ARGV[11])
-local b = redis.call('HMGET', KEYS[1], 'rate', 'usual', 'cut_at')
-local rate = tonumber(b[1]) or configured
-if rate > configured then rate = configured end
-local usual, cut_at = tonumber(b[2]) or 0, tonumber(b[3]) or 0
-local floor = configured * floor_share
+local sent, learned_floor, learn_status = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
+local growth, growth_step = tonumber(ARGV[15]), tonumber(ARGV[16])
+local quiet, demand = tonumber(ARGV[17]), tonumber(ARGV[18])
+local b = redis.call('HMGET', KEYS[1], 'rate', 'usual', 'cut_at', 'ceiling', 'grown_at', 'held_at')
 local throttled = status == 429 or status == 503
+local usual, cut_at = tonumber(b[2]) or 0, tonumber(b[3]) or 0
+local is_slow = usual > 0 and latency > math.max(slow_min, usual * slow_times)
+local rate, floor
+if configured > 0 then
+  rate = tonumber(b[1]) or configured
+  if rate > configured then rate = configured end
+  floor = configured * floor_share
+else
+  local ceiling = tonumber(b[4]) or 0
+  if ceiling <= 0 then
+    if status ~= learn_status then return '0' end
+    ceiling = math.max(learned_floor, sent)
+    rate = ceiling
+  else
+    rate = tonumber(b[1]) or ceiling
+  end
+  local grown_at, held_at = tonumber(b[5]) or 0, tonumber(b[6]) or 0
+  if status == learn_status then
+    if clock - cut_at >= cooldown then ceiling = math.max(learned_floor, math.min(ceiling, rate)) end
+    redis.call('HSET', KEYS[1], 'grown_at', tostring(clock))
+  elseif not throttled and not is_slow and rate >= ceiling and clock - cut_at >= quiet
+      and clock - held_at <= demand then
+    ceiling = ceiling * (1 + growth * math.min(clock - grown_at, growth_step))
+    redis.call('HSET', KEYS[1], 'grown_at', tostring(clock))
+  end
+  if rate > ceiling then rate = ceiling end
+  redis.call('HSET', KEYS[1], 'ceiling', tostring(ceiling))
+  configured, floor = ceiling, learned_floor
+end
 local new = rate
 if throttled then
   if clock - cut_at >= cooldown then new = math.max(floor, rate * cut) end
-elseif usual > 0 and latency > math.max(slow_min, usual * slow_times) then
+elseif is_slow then
   if clock - cut_at >= cooldown then new = math.max(floor, rate * slow) end
 else
   new = math.min(configured, rate + configured * raise)
@@ -111,12 +145,26 @@ return 0
 
 
 class RedisLimiter(HostLimiter):
-    def __init__(self, client: redis.Redis, prefix: str, slot_ttl: float) -> None:
-        self.r, self.root, self.prefix, self.slot_ttl = client, prefix, f"{prefix}:hosts", slot_ttl
+    def __init__(self, client: redis.Redis | Callable[[], redis.Redis], prefix: str, slot_ttl: float) -> None:
+        """``client``: a client, or what makes one at the first call (a cluster client connects as it is
+        made, and a crawl that learns rates only may never need one)."""
+        self._client: redis.Redis | None = None if callable(client) else client
+        self._connect: Callable[[], redis.Redis] | None = client if callable(client) else None
+        self.root, self.prefix, self.slot_ttl = prefix, f"{prefix}:hosts", slot_ttl
         self._listed: dict[tuple[str, str], float] = {}  # (holder, host) -> when its set last named the host
-        self._acquire = client.register_script(ACQUIRE)
-        self._feedback = client.register_script(FEEDBACK)
-        self._resync = client.register_script(RESYNC_HOLDER)
+        self._scripts: dict[str, Any] = {}
+
+    @property
+    def r(self) -> redis.Redis:
+        if self._client is None:
+            assert self._connect is not None
+            self._client = self._connect()
+        return self._client
+
+    def _script(self, name: str, source: str) -> Any:
+        if name not in self._scripts:
+            self._scripts[name] = self.r.register_script(source)
+        return self._scripts[name]
 
     def _keys(self, host: str) -> list[str]:
         return [f"{self.prefix}:{{{host}}}", f"{self.prefix}:{{{host}}}:slots"]
@@ -139,20 +187,34 @@ class RedisLimiter(HostLimiter):
     def acquire(self, host: str, slot: str, limits: Limits) -> float:
         if limits.concurrency > 0:
             self._list_host(p.holder_of(slot), host)
-        wait = float(self._acquire(keys=self._keys(host), args=[
-            repr(limits.pace), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS]))
+        wait = float(self._script("acquire", ACQUIRE)(keys=self._keys(host), args=[
+            repr(limits.pace), limits.concurrency, slot, repr(self.slot_ttl), KEY_TTL_SECONDS, p.PACE_SHARE]))
         return p.FULL if wait < 0 else wait
 
     def release(self, host: str, slot: str) -> None:
         self.r.zrem(self._keys(host)[1], slot)
 
-    def feedback(self, host: str, limits: Limits, status: int | None, latency: float) -> None:
-        if not (limits.adaptive and limits.requests_per_second):
+    def feedback(self, host: str, limits: Limits, status: int | None, latency: float, sent_rate: float = 0.0) -> None:
+        if not limits.adaptive:
             return
         constants: list[Any] = [p.CUT_FACTOR, p.SLOW_FACTOR, p.RAISE_SHARE, p.FLOOR_SHARE, p.CUT_COOLDOWN_SECONDS,
-                                p.SLOW_FACTOR_OF_USUAL, p.SLOW_MIN_SECONDS]
-        self._feedback(keys=self._keys(host)[:1], args=[
+                                p.SLOW_FACTOR_OF_USUAL, p.SLOW_MIN_SECONDS, repr(sent_rate), p.LEARNED_FLOOR_RPS,
+                                p.LEARN_STATUS, p.CEILING_GROWTH_SHARE, p.CEILING_GROWTH_STEP_SECONDS,
+                                p.CEILING_QUIET_SECONDS, p.CEILING_DEMAND_SECONDS]
+        self._script("feedback", FEEDBACK)(keys=self._keys(host)[:1], args=[
             repr(limits.requests_per_second), status or 0, repr(latency), KEY_TTL_SECONDS, *constants])
+
+    def learned(self, hosts: list[str]) -> set[str]:
+        """One round trip for all ``hosts`` (the gate asks at most once a ``LEARNED_CHECK_SECONDS``)."""
+        with self.r.pipeline(transaction=False) as pipe:
+            for host in hosts:
+                pipe.hexists(self._keys(host)[0], "ceiling")
+            found = pipe.execute()
+        return {host for host, exists in zip(hosts, found) if exists}
+
+    def ceiling(self, host: str) -> float:
+        value = self.r.hget(self._keys(host)[0], "ceiling")
+        return float(value) if value else 0.0
 
     def forget_holder(self, holder: str) -> None:
         held = self._held(holder)
@@ -171,7 +233,8 @@ class RedisLimiter(HostLimiter):
             self._set_slots(holder, host, mine)
 
     def _set_slots(self, holder: str, host: str, slots: list[str]) -> None:
-        self._resync(keys=self._keys(host)[1:], args=[holder, repr(self.slot_ttl), KEY_TTL_SECONDS, *slots])
+        self._script("resync", RESYNC_HOLDER)(keys=self._keys(host)[1:],
+                                               args=[holder, repr(self.slot_ttl), KEY_TTL_SECONDS, *slots])
 
     def rate(self, host: str) -> float:
         value = self.r.hget(self._keys(host)[0], "rate")
@@ -187,4 +250,5 @@ class RedisLimiter(HostLimiter):
         return {host: (self.in_flight(host), self.rate(host)) for host in sorted(names)}
 
     def close(self) -> None:
-        self.r.close()
+        if self._client is not None:
+            self._client.close()

@@ -18,7 +18,8 @@ from scrapy.utils.request import request_from_dict
 
 from recordhound.exceptions import RecordhoundError
 
-LOCAL_META = ("recordhound_frontier_id", "recordhound_parent_id")  # meta keys that only make sense in this process
+# meta keys that only make sense in this process (the last: hostgate.STARTED_META, a monotonic time)
+LOCAL_META = ("recordhound_frontier_id", "recordhound_parent_id", "recordhound_started")
 # scrapy-playwright's keys hold live objects (PageMethod, Page); the render middleware puts
 # them back from the plain ``recordhound_render`` spec on every download.
 LOCAL_PREFIXES = ("playwright", "_playwright")

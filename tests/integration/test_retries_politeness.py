@@ -15,6 +15,8 @@ import pytest
 import redis
 
 from recordhound.demo.process import ShopProcess
+from recordhound.frontier.politeness import HostLimiter, Limits
+from recordhound.frontier.politeness_redis import RedisLimiter
 from tests.integration.crawlers import Crawler, CrawlSetup
 from tests.integration.truthcheck import assert_crawl_matches_truth
 from tests.services import PostgresDatabase, redis_url
@@ -246,7 +248,7 @@ def test_a_profile_sets_retry_and_politeness(tmp_path: Path) -> None:
 
 
 
-def test_the_redis_limiter_keeps_the_same_rules_as_the_local_one() -> None:
+def test_the_redis_limiter_keeps_the_same_rules_as_the_local_one(monkeypatch: pytest.MonkeyPatch) -> None:
     from recordhound.frontier.politeness import FULL, Limits, next_rate
     from recordhound.frontier.politeness_redis import RedisLimiter
     from tests.services import unique_prefix
@@ -272,7 +274,67 @@ def test_the_redis_limiter_keeps_the_same_rules_as_the_local_one() -> None:
         assert limiter.rate("shop") == next_rate(10, 10, 429, 0.1, 0.0, since_cut=10) == 5
         limiter.feedback("shop", limits, 200, 0.1)
         assert limiter.rate("shop") == pytest.approx(5.2)
+        _learned_rules_match(limiter, monkeypatch)
     finally:
         for key in limiter.r.scan_iter(match=f"{prefix}:*"):
             limiter.r.unlink(key)
         limiter.close()
+
+
+def _learned_rules_match(limiter: RedisLimiter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No configured rate: the same responses give the same learned ceiling and rate in Redis, embedded
+    and by ``next_learned`` (the rule), step by step: learning (a 429 only), the cuts, the ceiling's growth."""
+    from recordhound.frontier import politeness
+    from recordhound.frontier.politeness import LocalLimiter, next_learned
+
+    local, learning = LocalLimiter(slot_ttl=30), Limits()
+    both: list[HostLimiter] = [limiter, local]
+    assert [one.acquire("learner", f"demo:n1|{i}", learning) for one in both for i in range(3)] == [0.0] * 6
+
+    def step(status: int, sent: float, ceiling: float, rate: float) -> None:
+        for one in both:
+            one.feedback("learner", learning, status, 0.1, sent)
+        state = local._hosts["learner"]
+        assert (limiter.ceiling("learner"), limiter.rate("learner")) == (pytest.approx(ceiling), pytest.approx(rate))
+        assert (state.ceiling, state.rate) == (pytest.approx(ceiling), pytest.approx(rate))
+
+    def held() -> None:  # a request of each waits for a token: the ceiling binds
+        for one in both:
+            one.acquire("learner", "demo:n1|h", learning)
+            assert one.acquire("learner", "demo:n1|h", learning) > 0
+
+    # (status, rate sent, seconds before the response, the (ceiling, rate) the rule gives)
+    steps = [(200, 40.0, 0.0, (0.0, 0.0)),  # a good answer learns nothing: still not paced
+             (503, 40.0, 0.0, (0.0, 0.0)),  # nor does a 503 (a broken page): only a 429 learns
+             (429, 40.0, 0.0, next_learned(40, 40, 429, 0.1, 0.0, since_cut=10)),  # learned: 40, cut to 20
+             (200, 0.0, 0.0, (40, 20.8)), (200, 0.0, 0.0, (40, 21.6)),
+             (429, 0.0, 0.2, (40, 21.6)),  # in the cooldown: nothing moves
+             (429, 0.0, 1.05, next_learned(40, 21.6, 429, 0.1, 0.1, since_cut=1.05)),  # ceiling: the rate refused
+             (503, 0.0, 1.05, next_learned(21.6, 10.8, 503, 0.1, 0.1, since_cut=1.05))]  # a cut; the ceiling stays
+    assert steps[2][3] == (40, 20) and steps[6][3] == (21.6, 10.8) and steps[7][3] == (21.6, 5.4)
+    for status, sent, pause, (ceiling, rate) in steps:
+        time.sleep(pause)
+        step(status, sent, ceiling, rate)
+    for one in both:
+        assert one.acquire("learner", "demo:n1|10", learning) == 0.0
+        assert 0 < one.acquire("learner", "demo:n1|11", learning) <= 1 / 5.4  # paced at the learned rate
+    assert limiter.learned(["learner", "shop", "never"]) == {"learner"}
+    # the ceiling grows: held at it, and no cut for CEILING_QUIET_SECONDS (2 s here, 10 s by default)
+    monkeypatch.setattr(politeness, "CEILING_QUIET_SECONDS", 2.0)
+    held()
+    rate = 5.4
+    while rate < 21.6:  # back up to the ceiling, 2 % of it a response; held, but the 503 cut just now: no growth
+        rate = min(21.6, rate + 0.02 * 21.6)
+        step(200, 0.0, 21.6, rate)
+    time.sleep(2.05)
+    held()
+    grown = next_learned(21.6, 21.6, 200, 0.1, 0.1, since_cut=2.05, since_grown=2.05, since_held=0.0)
+    assert grown == (pytest.approx(21.6 * 1.05), pytest.approx(21.6 + 0.02 * 21.6 * 1.05))  # 1 s worth at most
+    step(200, 0.0, *grown)
+    redis_time = float("{}.{:06d}".format(*limiter.r.time()))
+    assert float(limiter.r.hget(limiter._keys("learner")[0], "grown_at") or 0) == pytest.approx(redis_time, abs=1)
+    step(200, 0.0, grown[0], grown[1] + 0.02 * grown[0])
+    step(200, 0.0, grown[0], grown[0])  # at the new ceiling
+    step(429, 0.0, grown[0], grown[0] / 2)  # refused at it: the ceiling stays there, the rate is cut
+    held()
+    step(200, 0.0, grown[0], grown[0] / 2 + 0.02 * grown[0])  # a 429 just now: no growth

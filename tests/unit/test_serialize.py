@@ -75,3 +75,13 @@ def test_a_name_given_to_another_method_after_the_first_request_is_not_stored_fo
     spider.parse_item = _late.__get__(spider)  # type: ignore[method-assign]
     with pytest.raises(serialize.UnserializableRequest):
         serialize.dumps(Request("http://shop/", callback=original), spider)
+
+
+def test_the_gates_start_time_is_not_stored_with_a_request() -> None:
+    from recordhound.frontier.hostgate import STARTED_META
+
+    spider = _Spider()
+    request = Request("http://shop/p", callback=spider.parse_item, meta={STARTED_META: 12.5, "depth": 1})
+    payload = serialize.dumps(request, spider)
+    assert STARTED_META not in payload  # a monotonic time of this process: meaningless in another
+    assert serialize.loads(payload, spider).meta == {"depth": 1}
