@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 CONNECT_TIMEOUT_SECONDS = 5.0
+# PostgreSQL's answers to a connection that no wait cures (a plain user error, exit 1, not ``Unavailable``):
+# a wrong password or authentication method, a database or role that does not exist, no pg_hba.conf entry.
+# A role an administrator locked out for a while (NOLOGIN: "is not permitted to log in") is waited for.
+PG_REFUSALS = ("authentication failed", "does not exist", "no password supplied", "pg_hba.conf")
 
 
 def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
@@ -66,9 +70,15 @@ def _role(client: Any) -> str:
     return role.decode() if isinstance(role, bytes) else str(role)
 
 
-def redis_unreachable(url: str, exc: Exception) -> Unavailable:
-    return Unavailable(f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset "
-                       f"REDIS_URL to use the embedded frontier")
+def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
+    """Redis did not answer (``Unavailable``: worth another try), or answered and refused (a password, a
+    user's rights, a database index it does not have: a plain user error, no wait cures it)."""
+    import redis
+
+    refused = isinstance(exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError, redis.ResponseError))
+    return (RecordhoundError if refused else Unavailable)(
+        f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset REDIS_URL to use the "
+        f"embedded frontier")
 
 
 def _check_database(url: str) -> None:
@@ -83,8 +93,10 @@ def _check_database(url: str) -> None:
         except NotPlain:
             revision = _stored_revision_by_sqlalchemy(url)
     except Unreachable as exc:
-        raise Unavailable(f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {exc}; "
-                          f"start it, or unset DATABASE_URL to use the SQLite file") from exc
+        refused = url.startswith("sqlite") or any(words in str(exc) for words in PG_REFUSALS)
+        raise (RecordhoundError if refused else Unavailable)(
+            f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {exc}; start it, or unset "
+            f"DATABASE_URL to use the SQLite file") from exc
     if is_newer(revision):
         raise RecordhoundError(
             f"the product database at DATABASE_URL={safe_url(url)} has schema revision {revision}, newer than this "

@@ -107,7 +107,8 @@ RECORDHOUND_FRONTIER_SEEN_CACHE = 100_000
 # Longest wait between retries while Redis or the database is unreachable (seconds).
 RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS = 30.0
 # A starting node that loses the store while it joins the crawl waits this long for it (from its first
-# failed try), then closes with `frontier_unreachable` and exits 1 (seconds; SIGINT/SIGTERM ends the wait).
+# failed try), then closes with `frontier_unreachable` and exits 75, EX_TEMPFAIL (seconds; SIGINT/SIGTERM
+# ends the wait).
 RECORDHOUND_FRONTIER_JOIN_WAIT_SECONDS = 120.0
 # longest wait of one frontier call on the reactor thread (seconds): SQLite's lock wait, Redis's socket
 # timeout; a call that takes longer counts as an outage (the crawl pauses and retries on its tick)

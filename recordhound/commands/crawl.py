@@ -5,8 +5,9 @@ Scrapy's own command reports an exception raised while the crawler starts (Redis
 PostgreSQL unreachable, an invalid profile) as tracebacks, several times over. A
 :class:`~recordhound.exceptions.RecordhoundError` is a message written for the user: it is
 printed once, as ``error: ...``, and the exit code is 1; 75 (EX_TEMPFAIL) when Redis or the product
-database could not be reached (:class:`~recordhound.exceptions.Unavailable`: nothing was crawled, the same
-command is worth running again; ``recordhound worker`` does). ``-s LOG_LEVEL=DEBUG`` still logs the
+database could not be reached (:class:`~recordhound.exceptions.Unavailable`, or the node gave up joining
+the crawl as ``frontier_unreachable``: nothing was crawled, the same command is worth running again;
+``recordhound worker`` does). ``-s LOG_LEVEL=DEBUG`` still logs the
 traceback. Anything else keeps Scrapy's behaviour: the error and its traceback, logged once.
 
 A second Ctrl-C (SIGINT or SIGTERM) stops the reactor with the crawl still closing, maybe inside a
@@ -35,6 +36,7 @@ from recordhound.errors import FATAL_STAT
 from recordhound.exceptions import RecordhoundError, Unavailable
 from recordhound.extensions.health import HEALTH_STAT
 from recordhound.frontier.engine_access import spider_closing
+from recordhound.frontier.registry import NOT_JOINED_STAT
 from recordhound.jobs import orphans
 from recordhound.pipelines.writer_calls import busy
 from recordhound.pipelines.writer_process import discard_early
@@ -154,6 +156,8 @@ class Command(ScrapyCrawl):
             print(f"error: the crawl failed its health checks: {unhealthy}", file=sys.stderr)
         if self._error is not None and not (fatal or unhealthy):
             return _code_of(self._error)
+        if stats and stats.get_value(NOT_JOINED_STAT) == "frontier_unreachable":  # it held nothing, did nothing
+            return Unavailable.EXIT_CODE
         return 1 if fatal or unhealthy or self.crawler_process.bootstrap_failed else 0
 
 

@@ -99,6 +99,9 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
                            _said(job) or f"see {_log_path(job)}", delay)
             if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
                 return states.STOPPED
+        if ended == 0 and (left := pages.unfinished()):  # stopped from outside the worker (a SIGTERM to the crawl)
+            raise JobFailed(f"the crawl exited with {left} (stopped from outside the worker?); `job resume` goes "
+                            f"on from its frontier (log: {_log_path(job)})")
     finally:
         pages.close()
     if ended == STOPPED_CODE:
@@ -261,8 +264,11 @@ class FramePages:
             return ""
         if counts.status == "completed":  # (rechecks come due since are the next run's work)
             return ""
-        if not counts.seeded:
-            return "its start requests were never queued"
+        if not (counts.seeded or counts.seen or counts.done):  # untouched: not the frontier the crawl used
+            logger.warning("%s: the crawl's frontier as this worker sees it was never used (do the worker and "
+                           "the crawl share REDIS_URL and RECORDHOUND_REDIS_PREFIX?): not checked that it completed",
+                           self.job.name)
+            return ""
         left = counts.to_fetch + counts.leased_total
         return f"{left} pages left to fetch" if left else ""
 
@@ -351,7 +357,8 @@ class ScrapydRun:
                 self.stopping = True
                 self.client.cancel(self.external)
             time.sleep(self.poll_seconds)
-        self.beat({**self.pages.progress(None), "external": self.external})  # the counts of the crawl's end
+        if self.beat({**self.pages.progress(None), "external": self.external}) == states.STOPPING:  # its end's counts
+            self.stopping = True  # a stop asked at the very end: the crawl is not run again
 
     def unfinished(self) -> str:
         """What the crawl left undone ("": completed, or this run was stopped: a stop leaves pages by design)."""

@@ -314,14 +314,15 @@ def test_a_node_waiting_for_redis_to_join_stops_at_sigint(tmp_path: Path) -> Non
         assert "Traceback" not in log and node.process.returncode == 0, log[-2500:]
 
 
-def test_a_node_whose_redis_stays_lost_while_it_joins_exits_1_with_one_error(tmp_path: Path) -> None:
+def test_a_node_whose_redis_stays_lost_while_it_joins_exits_75_with_one_error(tmp_path: Path) -> None:
     """Redis not back within RECORDHOUND_FRONTIER_JOIN_WAIT_SECONDS: the crawl closes with
-    ``frontier_unreachable``, one error line says why, exit code 1, no traceback."""
+    ``frontier_unreachable``, one error line says why, exit code 75 (EX_TEMPFAIL: it did nothing, worth
+    another try; before, 1: a `recordhound worker` failed the job), no traceback."""
     wait = ("RECORDHOUND_FRONTIER_JOIN_WAIT_SECONDS=8", "RECORDHOUND_FRONTIER_RETRY_MAX_SECONDS=1")
     with _waiting_to_join(tmp_path, 65, *wait) as (_, _, setup, node):
         killed = node.wait_or_kill(60)
         log = setup.log("node0")
-        assert not killed and node.process.returncode == 1, log[-2500:]
+        assert not killed and node.process.returncode == 75, log[-2500:]
         assert "error: the crawl stopped: frontier: the frontier store stayed unreachable for 8 s" in log, log[-2500:]
         assert "'finish_reason': 'frontier_unreachable'" in log, log[-2500:]
         assert "Traceback" not in log, log[-2500:]

@@ -279,3 +279,26 @@ def test_a_crawl_that_cannot_reach_the_db_for_longer_than_the_worker_waits_fails
 def _said(tmp_path: Path, words: str) -> str:
     """The worker's log line holding ``words`` ("": none yet)."""
     return next((line for line in (tmp_path / "worker.log").read_text().splitlines() if words in line), "")
+
+
+def test_a_crawl_stopped_from_outside_the_worker_is_not_recorded_done(tmp_path: Path) -> None:
+    """A SIGTERM to the crawl alone (an administrator's kill, a service manager), not through the job: the
+    crawl stops gracefully and exits 0 with pages left. The job fails saying so (before: recorded done with
+    a third of the shop fetched); `job resume` goes on from the frontier to the shop's truth."""
+    with PostgresDatabase() as db, ShopProcess(RELEASES, seed=SEED, throttle=THROTTLE) as shop:
+        assert _cli(tmp_path, db.url, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+        worker = _worker(tmp_path, db.url, *POLL)
+        try:
+            wait_for_pages(shop, 40)
+            [crawl] = _until("the crawl", lambda: children_of(worker.pid))
+            os.kill(crawl, signal.SIGTERM)
+            job = _until("the run's end", lambda: next((j for j in _jobs(tmp_path, db.url)
+                                                         if j["status"] not in ("queued", "running")), None), 120)
+            assert job["status"] == "failed" and "pages left to fetch" in job["last_error"], job
+            assert _cli(tmp_path, db.url, "job", "resume", "1").returncode == 0
+            job = _until("the job done", lambda: next((j for j in _jobs(tmp_path, db.url)
+                                                       if j["status"] == "done"), None), 180)
+        finally:
+            _stop(worker)
+        assert job["attempts"] == 2, job
+        _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())

@@ -13,7 +13,12 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.faultproxy import FaultProxy
-from tests.services import PostgresDatabase, run_crawl
+from tests.services import PG_ADMIN_URL, REDIS_URL, PostgresDatabase, run_crawl
+
+_NO_DB = make_url(PG_ADMIN_URL).set(database="recordhound_no_such_database").render_as_string(hide_password=False)
+_WRONG_USER = make_url(REDIS_URL).set(username="recordhound-no-such-user", password="wrong").render_as_string(
+    hide_password=False)
+_NO_DB_INDEX = make_url(REDIS_URL).set(database="99999").render_as_string(hide_password=False)
 
 CASES = {
     "redis": ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "source=demo",
@@ -29,6 +34,14 @@ CASES = {
     # started by a `recordhound worker` (pid 1 here, not its parent) that is gone: its job is taken over
     "worker gone": ({"RECORDHOUND_WORKER": "1 120"}, "source=demo",
                     "error: the worker that started this crawl is gone"),
+    # a service that answers and refuses: no wait cures it (exit 1, not 75)
+    "postgresql, no such database": ({"DATABASE_URL": _NO_DB}, "source=demo",
+                                     "error: cannot reach the product database at DATABASE_URL="),
+    "redis, wrong user": ({"REDIS_URL": _WRONG_USER}, "source=demo", "error: cannot reach Redis at REDIS_URL="),
+    "redis, no such database index": ({"REDIS_URL": _NO_DB_INDEX}, "source=demo",
+                                      "error: cannot reach Redis at REDIS_URL="),
+    "sqlite, no such folder": ({"DATABASE_URL": "sqlite:////proc/1/no-such-folder/product.sqlite3"}, "source=demo",
+                               "error: cannot reach the product database at DATABASE_URL=sqlite:////proc/1/"),
 }
 UNAVAILABLE = {"redis", "postgresql", "redis cluster"}  # exit 75: nothing was done, worth another try
 SETTINGS = {"review file": ("-s", "RECORDHOUND_REVIEW_PATH=/proc/1/no-such-folder/review.sqlite3"),

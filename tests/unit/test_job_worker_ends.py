@@ -133,20 +133,12 @@ def test_a_job_taken_to_cancel_its_scrapyd_crawl_stays_stopping_when_scrapyd_can
     assert again is not None and again.status == states.STOPPING  # the cancel is tried again
 
 
-def test_a_scrapyd_crawl_that_finished_with_pages_left_fails_the_run_and_one_that_completed_is_done(
-        tmp_path: Path, settings: Settings, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """scrapyd's "finished" says the crawl's process ended, not that the crawl completed (cancelled there, it
-    returns its leases and ends): the frontier says that. Pages left: the run fails, one line saying how
-    many (before: done); the frontier completed: done."""
-    from recordhound.config import FrontierConfig
-    from recordhound.frontier.backend import Entry
-    from recordhound.frontier.factory import make_backend
-    from recordhound.frontier.outside import crawl_name
-    from recordhound.sources import load_profile
-
+def _scrapyd_where_crawls_end_at_once(tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The worker's scrapyd target: a stand-in on which each crawl scheduled has ended by the first look.
+    Returns the list of the job ids scheduled on it."""
     scheduled: list[str] = []
 
-    class EndsAtOnce:  # a scrapyd on which each crawl scheduled has ended by the first look
+    class EndsAtOnce:
         def __init__(self, _target: object) -> None: ...
 
         def jobs(self) -> dict[str, list[dict[str, str]]]:
@@ -160,6 +152,33 @@ def test_a_scrapyd_crawl_that_finished_with_pages_left_fails_the_run_and_one_tha
     monkeypatch.setattr("recordhound.scrapyd_client.ScrapydClient", EndsAtOnce)
     (tmp_path / "scrapy.cfg").write_text("[deploy:local]\nurl = http://127.0.0.1:9\nproject = rh\n")
     settings.set("RECORDHOUND_JOB_SCRAPYD_TARGET", "local")
+    return scheduled
+
+
+def test_a_scrapyd_crawl_whose_frontier_the_worker_sees_untouched_is_done_as_scrapyd_says(
+        tmp_path: Path, settings: Settings, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker and scrapyd's crawl do not share the frontier (no REDIS_URL on one side, another prefix):
+    the worker sees a frontier never used and cannot tell whether the crawl completed; scrapyd's word
+    stands (done), as before the completeness check (which had the job fail: "start requests never queued")."""
+    scheduled = _scrapyd_where_crawls_end_at_once(tmp_path, settings, monkeypatch)
+    job = create.crawl_job(engine, settings, "demo")
+    assert _worker(engine, settings).run(once=True) == 1
+    done = store.get(engine, job.id).doc
+    assert done["status"] == states.DONE and scheduled == [f"demo--job{job.id}-1"], done
+
+
+def test_a_scrapyd_crawl_that_finished_with_pages_left_fails_the_run_and_one_that_completed_is_done(
+        tmp_path: Path, settings: Settings, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scrapyd's "finished" says the crawl's process ended, not that the crawl completed (cancelled there, it
+    returns its leases and ends): the frontier says that. Pages left: the run fails, one line saying how
+    many (before: done); the frontier completed: done."""
+    from recordhound.config import FrontierConfig
+    from recordhound.frontier.backend import Entry
+    from recordhound.frontier.factory import make_backend
+    from recordhound.frontier.outside import crawl_name
+    from recordhound.sources import load_profile
+
+    scheduled = _scrapyd_where_crawls_end_at_once(tmp_path, settings, monkeypatch)
     config = FrontierConfig.from_settings(settings)
     frontier = make_backend(config, crawl_name(config, load_profile("demo", settings.getlist(
         "RECORDHOUND_PROFILES_DIRS"))))
