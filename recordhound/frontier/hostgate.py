@@ -139,7 +139,7 @@ class HostGate:
             host = _host(request)
         else:
             return
-        sent = self._sent[host].rate(now) if host in self._sent else 0.0
+        sent = self._sent[host].estimate(now) if host in self._sent else 0.0
         if self.limits.learns and host not in self._learned:
             if status != LEARN_STATUS:
                 return  # the hot path: a host that never said 429 costs no store call (a 503 alone learns nothing)

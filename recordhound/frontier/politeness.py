@@ -161,18 +161,20 @@ def first_ceiling(sent_rate: float) -> float:
 
 class SentRate:
     """The requests this node started for one host over the last ``SENT_WINDOW_SECONDS``: this window's
-    count and the last one's (a sliding estimate), a couple of numbers updated per request."""
+    count and the last one's (a sliding estimate), a couple of numbers updated per request; and the
+    busiest whole window, for ``estimate``."""
 
-    __slots__ = ("window", "count", "last")
+    __slots__ = ("window", "count", "last", "busiest")
 
     def __init__(self) -> None:
-        self.window, self.count, self.last = 0, 0, 0
+        self.window, self.count, self.last, self.busiest = 0, 0, 0, 0
 
     def _roll(self, now: float) -> float:
         """Move on to ``now``'s window; returns how far into it ``now`` is (0..1)."""
         position = now / SENT_WINDOW_SECONDS
         window = int(position)
         if window != self.window:
+            self.busiest = max(self.busiest, self.count)
             self.last = self.count if window == self.window + 1 else 0
             self.count, self.window = 0, window
         return position - window
@@ -185,6 +187,12 @@ class SentRate:
         """Requests per second over the window that ends ``now``."""
         into = self._roll(now)
         return (self.last * (1.0 - into) + self.count) / SENT_WINDOW_SECONDS
+
+    def estimate(self, now: float) -> float:
+        """The rate a first learned ceiling starts from: the last window's, never below the busiest whole
+        window (a 429 that comes after a lull, or seconds late from a slow shop, must not learn the lull's
+        rate: the first version learned the 0.5/s floor then, and held the crawl there for minutes)."""
+        return max(self.rate(now), self.busiest / SENT_WINDOW_SECONDS)
 
 
 def holder_of(slot: str) -> str:

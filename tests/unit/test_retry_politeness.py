@@ -120,6 +120,16 @@ def test_sent_rate_counts_the_starts_of_the_last_window() -> None:
     assert sent.rate(103.0) == 0.0  # nothing lately
 
 
+def test_a_first_ceiling_is_never_estimated_below_the_busiest_window() -> None:
+    """A 429 that comes after a lull (a slow shop's late answer): the estimate is the rate really sent
+    before, not the lull's nothing (before: the 0.5/s floor, which held the crawl there for minutes)."""
+    lull = SentRate()
+    for i in range(30):
+        lull.started(100.0 + i / 30)
+    lull.started(102.2)  # then one start in two seconds
+    assert lull.rate(104.5) == 0.0 and lull.estimate(104.5) == pytest.approx(30)
+
+
 def test_without_a_configured_rate_the_local_limiter_paces_a_host_only_once_it_said_429() -> None:
     limiter, learning = LocalLimiter(slot_ttl=60), Limits()
     assert learning.learns and not learning.active
