@@ -90,13 +90,15 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     try:
         pages.restart_if_asked(beat)
         tries, since = 0, time.monotonic()
-        while (ended := _crawl_once(job, config, beat, overrides, pages)) == Unavailable.EXIT_CODE:
-            if time.monotonic() - since >= config.unavailable_seconds:
+        while True:
+            logged = _logged(job)  # what earlier runs wrote to the job's log: their errors are not this one's
+            ended = _crawl_once(job, config, beat, overrides, pages)
+            if ended != Unavailable.EXIT_CODE or time.monotonic() - since >= config.unavailable_seconds:
                 break  # (RECORDHOUND_WORKER_UNAVAILABLE_SECONDS): the job fails with the crawl's error
             tries += 1
             delay = backoff_seconds(tries, UNAVAILABLE_CAP_SECONDS)
             logger.warning("%s: its crawl could not reach a service: %s; started again in %.1f s", job.name,
-                           _said(job) or f"see {_log_path(job)}", delay)
+                           _said(job, logged) or f"see {_log_path(job)}", delay)
             if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
                 return states.STOPPED
         if ended == 0 and (left := pages.unfinished()):  # stopped from outside the worker (a SIGTERM to the crawl)
@@ -107,7 +109,7 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     if ended == STOPPED_CODE:
         return states.STOPPED
     if ended != 0:
-        said = _said(job)
+        said = _said(job, logged)
         raise JobFailed(f"the crawl exited with code {ended}{': ' + said if said else ''} (log: {_log_path(job)})")
     return states.DONE
 
@@ -116,12 +118,20 @@ def _log_path(job: Job) -> str:
     return os.path.join(LOG_DIR, f"job-{job.id}.log")
 
 
-def _said(job: Job) -> str:
+def _logged(job: Job) -> int:
+    """How much the job's log holds now (earlier runs'): where a crawl started now begins writing."""
+    try:
+        return os.path.getsize(_log_path(job))
+    except OSError:
+        return 0
+
+
+def _said(job: Job, logged: int) -> str:
     """The crawl's last one-line error (``error: ...``, which `scrapy crawl` prints to its stderr: the
-    job's log), without its prefix; "" when it said none."""
+    job's log) past ``logged`` (not an earlier run's), without its prefix; "" when it said none."""
     try:
         with open(_log_path(job), "rb") as log:
-            log.seek(max(0, os.fstat(log.fileno()).st_size - SAID_TAIL_BYTES))
+            log.seek(max(logged, os.fstat(log.fileno()).st_size - SAID_TAIL_BYTES))
             lines = log.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return ""

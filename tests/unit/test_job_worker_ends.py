@@ -8,6 +8,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy.settings import Settings
@@ -198,3 +199,26 @@ def test_a_scrapyd_crawl_that_finished_with_pages_left_fails_the_run_and_one_tha
     assert _worker(engine, settings).run(once=True) == 1
     done = store.get(engine, job.id).doc
     assert done["status"] == states.DONE and scheduled == [f"demo--job{job.id}-1", f"demo--job{job.id}-2"], done
+
+
+def test_a_failed_run_s_error_line_is_its_own_not_an_earlier_run_s(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job's log is appended to by every run: the error line given as a run's ``last_error`` is one
+    that run wrote, never an earlier run's."""
+    from types import SimpleNamespace
+
+    from recordhound.jobs import runners
+
+    monkeypatch.chdir(tmp_path)
+    job: Any = SimpleNamespace(id=7)
+    os.makedirs(runners.LOG_DIR)
+    with open(runners._log_path(job), "w") as log:
+        log.write("2026-12-07 INFO crawl 1\nerror: cannot reach Redis at REDIS_URL=redis://127.0.0.1:1/0: refused\n")
+    logged = runners._logged(job)
+    assert runners._said(job, 0) == "cannot reach Redis at REDIS_URL=redis://127.0.0.1:1/0: refused"
+    with open(runners._log_path(job), "a") as log:
+        log.write("2026-12-07 INFO crawl 2, killed\n")
+    assert runners._said(job, logged) == ""  # the second run said nothing
+    with open(runners._log_path(job), "a") as log:
+        log.write("error: the crawl failed its health checks: 30 % of its requests failed\n")
+    assert runners._said(job, logged) == "the crawl failed its health checks: 30 % of its requests failed"
