@@ -83,6 +83,27 @@ def _reset_during_an_outage(tmp_path: Path, db: PostgresDatabase, worker: subpro
     return int(crawl)
 
 
+def _job_ended(tmp_path: Path, db: PostgresDatabase, timeout: float, status: str = "") -> dict[str, Any]:
+    """The job once its run has ended (neither queued nor running; ``status``: once it reads that)."""
+    return _until(f"the job {status or 'ended'}", lambda: next(
+        (j for j in _jobs(tmp_path, db.url) if (j["status"] == status if status else
+                                                j["status"] not in ("queued", "running"))), None), timeout)
+
+
+def _resumed_to_its_end(tmp_path: Path, db: PostgresDatabase) -> dict[str, Any]:
+    """`job resume` of a failed job, and the job once done."""
+    assert _cli(tmp_path, db.url, "job", "resume", "1").returncode == 0
+    return _job_ended(tmp_path, db, 180, "done")
+
+
+def _assert_done(job: dict[str, Any], tmp_path: Path, db: PostgresDatabase, shop: ShopProcess,
+                                attempt: int = 1) -> None:
+    """The job done in that attempt (the first unless said), its reset written; the crawl to the shop's truth."""
+    assert (job["status"], job["attempts"], job["reset_crawl"]) == ("done", attempt, False), job
+    assert attempt > 1 or job["last_error"] is None, job
+    _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
+
+
 def _stop(worker: subprocess.Popen[str]) -> None:
     if worker.poll() is None:
         os.killpg(worker.pid, signal.SIGTERM)
@@ -102,12 +123,10 @@ def test_a_beat_not_written_in_an_outage_is_written_with_the_next_beat(tmp_path:
             db.let_in()
             job = _until("the reset written", lambda: (j := _job_row(db))["reset_crawl"] is False and j, 30)
             assert job["status"] == "running", job  # by a beat, not by the run's end
-            job = _until("the job ended", lambda: next((j for j in _jobs(tmp_path, db.url)
-                                                        if j["status"] not in ("queued", "running")), None), 120)
+            job = _job_ended(tmp_path, db, 120)
         finally:
             _stop(worker)
-        assert (job["status"], job["attempts"], job["last_error"], job["reset_crawl"]) == ("done", 1, None, False), job
-        _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
+        _assert_done(job, tmp_path, db, shop)
 
 
 def test_a_run_that_ends_in_an_outage_records_its_end_with_the_beats_not_written(tmp_path: Path) -> None:
@@ -127,13 +146,10 @@ def test_a_run_that_ends_in_an_outage_records_its_end_with_the_beats_not_written
             job = _until("the run's end recorded", lambda: (j := _job_row(db))["status"] != "running" and j, 30)
             assert (job["status"], job["reset_crawl"], job["pid"]) == ("failed", False, None), job
             assert "exited with code -9" in job["last_error"] and job["finished_at"] > job["started_at"], job
-            assert _cli(tmp_path, db.url, "job", "resume", "1").returncode == 0
-            job = _until("the job done", lambda: next((j for j in _jobs(tmp_path, db.url)
-                                                       if j["status"] == "done"), None), 120)
+            job = _resumed_to_its_end(tmp_path, db)
         finally:
             _stop(worker)
-        assert (job["attempts"], job["reset_crawl"]) == (2, False), job  # resumed, not reset
-        _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
+        _assert_done(job, tmp_path, db, shop, attempt=2)  # resumed, not reset
 
 
 def test_ctrl_c_at_a_worker_in_an_outage_stops_its_crawl_and_the_job_resumes_after(tmp_path: Path) -> None:
@@ -243,12 +259,10 @@ def test_a_crawl_that_cannot_reach_the_db_at_its_start_is_started_again_not_fail
             assert "cannot reach the product database" in said, said  # the crawl's own error line, in one
             time.sleep(1)
             db.let_in()
-            job = _until("the job ended", lambda: next((j for j in _jobs(tmp_path, db.url)
-                                                        if j["status"] not in ("queued", "running")), None), 180)
+            job = _job_ended(tmp_path, db, 180)
         finally:
             _stop(worker)
-        assert (job["status"], job["attempts"], job["last_error"], job["reset_crawl"]) == ("done", 1, None, False), job
-        _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
+        _assert_done(job, tmp_path, db, shop)
 
 
 def test_a_crawl_that_cannot_reach_the_db_for_longer_than_the_worker_waits_fails_saying_why(tmp_path: Path) -> None:
@@ -267,13 +281,10 @@ def test_a_crawl_that_cannot_reach_the_db_for_longer_than_the_worker_waits_fails
             assert job["status"] == "failed", job
             assert job["last_error"].startswith("JobFailed: the crawl exited with code 75: cannot reach the product "
                                                 "database at DATABASE_URL="), job
-            assert _cli(tmp_path, db.url, "job", "resume", "1").returncode == 0
-            job = _until("the job done", lambda: next((j for j in _jobs(tmp_path, db.url)
-                                                       if j["status"] == "done"), None), 120)
+            job = _resumed_to_its_end(tmp_path, db)
         finally:
             _stop(worker)
-        assert (job["attempts"], job["reset_crawl"]) == (2, False), job  # resumed, not reset
-        _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
+        _assert_done(job, tmp_path, db, shop, attempt=2)  # resumed, not reset
 
 
 def _said(tmp_path: Path, words: str) -> str:
@@ -292,13 +303,9 @@ def test_a_crawl_stopped_from_outside_the_worker_is_not_recorded_done(tmp_path: 
             wait_for_pages(shop, 40)
             [crawl] = _until("the crawl", lambda: children_of(worker.pid))
             os.kill(crawl, signal.SIGTERM)
-            job = _until("the run's end", lambda: next((j for j in _jobs(tmp_path, db.url)
-                                                         if j["status"] not in ("queued", "running")), None), 120)
+            job = _job_ended(tmp_path, db, 120)
             assert job["status"] == "failed" and "pages left to fetch" in job["last_error"], job
-            assert _cli(tmp_path, db.url, "job", "resume", "1").returncode == 0
-            job = _until("the job done", lambda: next((j for j in _jobs(tmp_path, db.url)
-                                                       if j["status"] == "done"), None), 180)
+            job = _resumed_to_its_end(tmp_path, db)
         finally:
             _stop(worker)
-        assert job["attempts"] == 2, job
-        _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
+        _assert_done(job, tmp_path, db, shop, attempt=2)
