@@ -15,13 +15,12 @@ decided spelling is a synonym of its entity; the listed entries, their waiting i
 the prices and their history are the model's; IDs are consecutive (at the end, the sequences too).
 """
 
+
 from __future__ import annotations
 
 import contextlib
 import os
 import time
-from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -37,70 +36,13 @@ from recordhound.review.queue import DECIDED, PARKED, ReviewError
 from recordhound.text import name_key
 from tests.integration.dbcheck import ID_TABLES, ProductDb
 from tests.integration.review_env import ReviewEnv, review_env
+from tests.integration.review_model import (
+    FIELDS, ITEMS, KINDS, MISSING, OFFERS, PRICES, SEEDED, Job, Name, ReviewModel, Version)
 from tests.integration.test_review_queue import release
 from tests.integration.truthcheck import assert_ids_consecutive
 
-KINDS = ("artist", "label", "style")
-SEEDED = {"artist": ("Known A", "Known B"), "label": ("Known Label",), "style": ("House",)}
-NEW = {"artist": ("New One", "NEW ONE", "New Two"), "label": ("Fresh Label",), "style": ("Dub Techno", "dub techno")}
-ITEMS = ("e0", "e1", "e2", "e3")  # items of names (their price never moves)
-OFFERS = ("p0", "p1")  # items of a seeded artist whose price moves
-PRICES = ("100.00", "102.00", "150.00", "200.00")  # 100 ↔ 102: under the 5 % threshold; the rest above it
-MISSING = 999_999  # a merge into an entity deleted since the decision: its job fails
-UNDECIDED = ("pending", "queued", "failed", "expired")
-FIELDS = st.tuples(
-    st.lists(st.sampled_from(SEEDED["artist"] + NEW["artist"]), min_size=1, max_size=2, unique_by=name_key),
-    st.sampled_from((None,) + SEEDED["label"] + NEW["label"]),
-    st.lists(st.sampled_from(SEEDED["style"] + NEW["style"]), max_size=1))
 
-
-@dataclass(frozen=True)
-class Version:
-    title: str
-    artists: tuple[str, ...]
-    label: str | None
-    styles: tuple[str, ...]
-
-    def names(self, kind: str) -> tuple[str, ...]:
-        return {"artist": self.artists, "label": (self.label,) if self.label else (), "style": self.styles}[kind]
-
-
-@dataclass
-class Name:
-    """An unknown name (one entry per kind and key) as the reviewer's decisions leave it."""
-
-    kind: str
-    key: str
-    state: str = "pending"  # UNDECIDED, or approved / merged / edited / skipped once its job is applied
-    target: str | None = None  # the key of the entity it names once decided (not skipped)
-    spellings: set[str] = field(default_factory=set)  # each is a synonym of the entity once decided
-    entry_id: int | None = None
-    decided_by: int | None = None  # the job whose apply settled it
-
-
-@dataclass
-class PriceEntry:
-    sku: str
-    old: str
-    new: str
-    revision: int = 1
-    status: str = "pending"  # queued, approved, superseded (withdrawn, or stale when applied), rejected
-    id: int | None = None  # learnt when a reviewer views it
-    decided_by: int | None = None
-
-
-@dataclass
-class Job:
-    id: int
-    action: str
-    name: Name | None = None
-    price: PriceEntry | None = None
-    outcome: tuple[str, str | None] = ("", None)  # a name's (state, target key) once applied
-    state: str = "approved"  # processing, completed, failed
-    holder: str | None = None
-
-
-class ReviewMachine(RuleBasedStateMachine):
+class ReviewMachine(ReviewModel, RuleBasedStateMachine):
     """Each example on the test's one queue and product DB, emptied first (a database of its own per
     example would cost PostgreSQL a second to create and migrate)."""
 
@@ -112,128 +54,10 @@ class ReviewMachine(RuleBasedStateMachine):
         super().__init__()
         _empty(self.env)
         self.source = self.env.source()
-        self.seeded = {(kind, name_key(n)): self.env.seed(kind, n)[n] for kind in KINDS for n in SEEDED[kind]}
+        self.seed({(kind, name_key(n), n): self.env.seed(kind, n)[n] for kind in KINDS for n in SEEDED[kind]})
         self.writer = self.env.writer()
         self.stallers = {n: self.env.worker() for n in ("W1", "W2")}
         self.held: dict[str, list[dict[str, Any]]] = {}  # staller → the job docs it leased and has not used
-        self.names: dict[tuple[str, str], Name] = {}
-        self.versions: dict[str, list[Version]] = {}
-        self.where: dict[str, tuple[str, dict[str, Any] | None]] = {}  # sku → its latest version's place (fields)
-        self.waits: dict[str, set[tuple[str, str]]] = {}  # sku → the names (kind, key) it is parked on
-        self.price: dict[str, str] = {}
-        self.history: dict[str, list[tuple[str, str]]] = {}
-        self.price_entries: dict[str, list[PriceEntry]] = {}
-        self.viewed: list[tuple[int, int]] = []  # (entry id, revision) a reviewer saw
-        self.jobs: dict[int, Job] = {}
-
-    # -- the model ------------------------------------------------------------------------------------
-    def resolve(self, kind: str, spelling: str) -> tuple[str, str | None]:
-        """("known", entity key) | ("skipped", None) | ("undecided", None)."""
-        key = name_key(spelling)
-        if (kind, key) in self.seeded:
-            return "known", key
-        name = self.names.get((kind, key))
-        if name is None or name.state in UNDECIDED:
-            return "undecided", None
-        return ("skipped", None) if name.state == "skipped" else ("known", name.target)
-
-    def place(self, v: Version) -> tuple[str, dict[str, Any] | None]:
-        """Where a version goes through the gate now: stored (with its fields' entity keys), parked, rejected."""
-        found = {kind: [self.resolve(kind, n) for n in v.names(kind)] for kind in KINDS}
-        if all(state == "skipped" for state, _ in found["artist"]):
-            return "rejected", None
-        if any(state == "undecided" for kind in KINDS for state, _ in found[kind]):
-            return "parked", None
-        keys = {kind: [key for state, key in found[kind] if state == "known"] for kind in KINDS}
-        return "stored", {"title": v.title, "artists": list(dict.fromkeys(keys["artist"])),
-                          "label": (keys["label"] or [None])[0], "styles": sorted(set(keys["style"]))}
-
-    def gated(self, sku: str) -> None:
-        """The item's latest version went through the gate (a crawl, or the release of a name it waited on): it is
-        stored, rejected, or parked on its undecided names (entries created, spellings added); the spellings
-        of decided names become synonyms of their entities."""
-        v = self.versions[sku][-1]
-        where, fields = self.place(v)
-        self.where[sku], self.waits[sku] = (where, fields), set()
-        for kind in KINDS:
-            for spelling in v.names(kind):
-                state, _ = self.resolve(kind, spelling)
-                key = (kind, name_key(spelling))
-                if state == "undecided" and where == "parked":
-                    self.names.setdefault(key, Name(kind, key[1])).spellings.add(spelling)
-                    self.waits[sku].add(key)
-                elif state == "known" and key in self.names:
-                    self.names[key].spellings.add(spelling)
-
-    def released(self, name: Name) -> None:
-        """The items parked on ``name`` go through the gate again."""
-        for sku in [sku for sku, keys in self.waits.items() if (name.kind, name.key) in keys]:
-            self.gated(sku)
-
-    def lease(self, worker: str, limit: int) -> list[Job]:
-        """Every lease of a staller has run out: they come back first; the oldest jobs are leased."""
-        for job in self.jobs.values():
-            if job.state == "processing":
-                job.state, job.holder = "approved", None
-        taken = sorted((j for j in self.jobs.values() if j.state == "approved"), key=lambda j: j.id)[:limit]
-        for job in taken:
-            job.state, job.holder = "processing", worker
-        return taken
-
-    def applied(self, job: Job, worker: str, dies: bool = False) -> None:
-        """``worker`` applies ``job`` (its holder, or a stalled one whose lease another took over); ``dies``: it
-        is killed once the job's writes are committed and its entry settled (its items not released, no ack)."""
-        held = job.state == "processing" and job.holder == worker
-        if job.name is not None and job.action == "merge" and job.outcome[1] is None:  # into a missing entity
-            if held and not dies:
-                job.state, job.holder, job.name.state = "failed", None, "failed"
-            return
-        if job.name is not None and job.name.decided_by is None:
-            job.name.state, job.name.target = job.outcome
-            job.name.decided_by = job.id
-        if job.price is not None and job.price.decided_by is None:
-            self.settle_price(job)
-        if dies:
-            return
-        if job.name is not None:
-            self.released(job.name)
-        if held:
-            job.state, job.holder = "completed", None
-
-    def settle_price(self, job: Job) -> None:
-        entry = job.price
-        assert entry is not None
-        entry.decided_by = job.id
-        if job.action == "skip":
-            entry.status = "rejected"
-        elif self.price[entry.sku] == entry.old:
-            self.history[entry.sku].append((entry.old, entry.new))
-            self.price[entry.sku], entry.status = entry.new, "approved"
-        else:
-            entry.status = "superseded"
-
-    def crawled_price(self, sku: str, price: str) -> None:
-        if sku not in self.price:
-            self.price[sku], self.history[sku] = price, []
-            return
-        stored, entries = self.price[sku], self.price_entries.setdefault(sku, [])
-        latest = entries[-1] if entries else None
-        if abs(Decimal(price) - Decimal(stored)) / Decimal(stored) * 100 <= 5:
-            if price != stored:
-                self.history[sku].append((stored, price))
-                self.price[sku] = price
-            if latest is not None and latest.status in ("pending", "expired"):
-                latest.status = "superseded"  # withdrawn: the shop shows the stored price (never to be asked again)
-                for job in self.jobs.values():
-                    if job.price is latest and job.state == "failed":
-                        job.state = "completed"  # an expired one's job is done with: nothing left to retry
-            return
-        if latest and latest.status in ("queued", "rejected") and (latest.old, latest.new) == (stored, price):
-            return  # the same change waits for its apply, or was rejected: not asked again
-        if latest is None or latest.status != "pending":
-            entries.append(PriceEntry(sku, stored, price))
-        elif (latest.old, latest.new) != (stored, price):
-            latest.old, latest.new, latest.revision = stored, price, latest.revision + 1
 
     # -- rules ------------------------------------------------------------------------------------------
     @initialize(fields=st.lists(FIELDS, min_size=len(ITEMS), max_size=len(ITEMS)))
@@ -306,10 +130,7 @@ class ReviewMachine(RuleBasedStateMachine):
         options, outcome = choices[action]
         action = {"merge_missing": "merge", "edit_known": "edit"}.get(action, action)
         job = self.env.queue.decide(name.entry_id, action, **options)
-        for failed in (j for j in self.jobs.values() if j.name is name and j.state == "failed"):
-            failed.state = "completed"  # superseded by the new decision
-        name.state = "queued"
-        self.jobs[int(job["id"])] = Job(int(job["id"]), action, name=name, outcome=outcome)
+        self.decided(name, int(job["id"]), action, outcome, new if action == "edit" else None)
 
     @precondition(lambda self: any(es[-1].status == "pending" for es in self.price_entries.values() if es))
     @rule(n=st.integers(0, 3), approve=st.booleans(), decide_now=st.booleans())
@@ -398,12 +219,16 @@ class ReviewMachine(RuleBasedStateMachine):
     @rule()
     def the_pending_entries_expire(self) -> None:
         """Every entry pending now is past its time-to-live (an expire job in the failed queue each)."""
+        self.expired(self.env.queue.expire(0.0))
+
+    def expired(self, entry_ids: list[int]) -> None:
+        """These entries expired: exactly those pending (names and price changes), each with an expire job
+        in the failed queue."""
         names = [m for m in self.names.values() if m.state == "pending"]
         prices = [es[-1] for es in self.price_entries.values() if es and es[-1].status == "pending"]
-        expired = self.env.queue.expire(0.0)
-        assert len(expired) == len(names) + len(prices)
+        assert len(entry_ids) == len(names) + len(prices), (entry_ids, names, prices)
         jobs = {int(j["entry_id"]): int(j["id"]) for j in self.env.queue.jobs("failed") if j["action"] == "expire"}
-        for entry_id in expired:
+        for entry_id in entry_ids:
             entry = self.env.queue.entry(entry_id)
             if entry["kind"] == "price":
                 (change,) = [e for e in prices if e.sku == entry["external_id"]]
@@ -411,6 +236,7 @@ class ReviewMachine(RuleBasedStateMachine):
                 self.jobs[jobs[entry_id]] = Job(jobs[entry_id], "expire", price=change, state="failed")
             else:
                 name = self.names[(entry["kind"], entry["name_key"])]
+                assert name in names, (name, entry)
                 name.entry_id, name.state = entry_id, "expired"
                 self.jobs[jobs[entry_id]] = Job(jobs[entry_id], "expire", name=name, state="failed")
 
@@ -463,10 +289,11 @@ class ReviewMachine(RuleBasedStateMachine):
             assert have == sorted(want), (kind, have, want)  # one entity per key, none skipped or undecided
             synonyms = {s: name_key(n) for s, n in self.rows(
                 f"SELECT s.spelling, e.name FROM {kind}_synonyms s JOIN {table} e ON e.id = s.{kind}_id")}
+            for (k, spelling), key in self.synonyms.items():
+                assert k != kind or synonyms.get(spelling) == key, (kind, spelling, key, synonyms.get(spelling))
             for name in (m for m in self.names.values() if m.kind == kind):
-                decided = name.decided_by is not None and name.state != "skipped"
-                for spelling in name.spellings:
-                    assert synonyms.get(spelling) == (name.target if decided else None), (name, spelling)
+                for spelling in name.spellings:  # an undecided one's: no synonym (unless an edit named it)
+                    assert synonyms.get(spelling) == self.synonyms.get((kind, spelling)), (name, spelling)
 
     @invariant()
     def the_listed_entries_their_waiting_items_and_the_jobs_are_the_model_s(self) -> None:
@@ -539,19 +366,24 @@ def _empty(env: ReviewEnv) -> None:
                               "WHERE schemaname = current_schema()"))
 
 
-@pytest.mark.parametrize("backend", ["embedded", "redis"])
-def test_random_review_sequences_put_every_item_where_the_decisions_say(backend: str, tmp_path: Path) -> None:
+def run_machine(machine: type[ReviewMachine], backend: str, tmp_path: Path, examples: int) -> None:
+    """``machine`` on one queue and product DB of ``backend``; ``RH_EXAMPLES`` overrides ``examples``."""
     with review_env(backend, tmp_path) as env:
         db = ProductDb(env.database_url)
         conn = db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        machine = type("Machine", (ReviewMachine,), {"env": env, "db": db, "conn": conn})
-        try:  # no example database: a failure is reproduced by its printed steps, made a regression test below
-            run_state_machine_as_test(machine, settings=settings(
-                max_examples=int(os.environ.get("RH_EXAMPLES", "40")), stateful_step_count=25, deadline=None,
-                database=None))
+        bound = type("Machine", (machine,), {"env": env, "db": db, "conn": conn})
+        try:  # no example database: a failure is reproduced by its printed steps, made a regression test
+            run_state_machine_as_test(bound, settings=settings(
+                max_examples=int(os.environ.get("RH_EXAMPLES", str(examples))), stateful_step_count=25,
+                deadline=None, database=None))
         finally:  # before the database is dropped
             conn.close()
             db.close()
+
+
+@pytest.mark.parametrize("backend", ["embedded", "redis"])
+def test_random_review_sequences_put_every_item_where_the_decisions_say(backend: str, tmp_path: Path) -> None:
+    run_machine(ReviewMachine, backend, tmp_path, 40)
 
 
 @pytest.mark.parametrize("backend", ["embedded", "redis"])
@@ -581,4 +413,3 @@ def test_an_expired_price_change_withdrawn_by_a_crawl_is_not_brought_back_by_a_r
         assert (stale, f"{price:.2f}") == ([], "100.00")  # before: ([("100.00", "150.00")], "150.00")
         assert env.queue.jobs("failed") == []  # withdrawn with its entry: nothing left to retry
         assert [j["result"]["status"] for j in env.queue.jobs("completed")] == ["superseded"]
-
