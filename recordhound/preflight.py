@@ -18,7 +18,9 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 # PostgreSQL's answers to a connection that no wait cures (a plain user error, exit 1, not ``Unavailable``):
 # a wrong password or authentication method, a database or role that does not exist, no pg_hba.conf entry.
 # A role an administrator locked out for a while (NOLOGIN: "is not permitted to log in") is waited for.
-PG_REFUSALS = ("authentication failed", "does not exist", "no password supplied", "pg_hba.conf")
+# (libpq gives no error code for a failed connection: its message, in the server's lc_messages, is matched.)
+PG_REFUSALS = ("authentication failed", "does not exist", "no password supplied", "pg_hba.conf",
+               "does not support SSL")
 
 
 def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
@@ -75,7 +77,11 @@ def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
     user's rights, a database index it does not have: a plain user error, no wait cures it)."""
     import redis
 
-    refused = isinstance(exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError, redis.ResponseError))
+    from recordhound.frontier.redis import REFUSING, REFUSING_CODES  # (that module imports this one)
+
+    busy = isinstance(exc, REFUSING) or str(exc).startswith(REFUSING_CODES)  # loading, a long script, ...: it waits
+    refused = isinstance(exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError)) or (
+        isinstance(exc, redis.ResponseError) and not busy)
     return (RecordhoundError if refused else Unavailable)(
         f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset REDIS_URL to use the "
         f"embedded frontier")

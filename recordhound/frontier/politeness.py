@@ -63,6 +63,7 @@ THROTTLED = (429, 503)
 PACE_SHARE = 0.95
 SLOT_MARGIN_SECONDS = 5.0  # a slot outlives the download timeout by this much (then it is free again)
 SENT_WINDOW_SECONDS = 1.0  # a host's rate of starts (what a learned ceiling starts from) is counted over this
+BUSIEST_FADE = 0.8  # SentRate's busiest window counts this much less for each window after it
 LEARNED_FLOOR_RPS = 0.5  # a learned ceiling and rate never go below this (requests per second)
 LEARN_STATUS = 429  # the answer that gives a host with no configured rate a learned rate (a 503 does not)
 CEILING_GROWTH_SHARE = 0.05  # a learned ceiling held for a while grows by this share per second (see above)
@@ -162,19 +163,20 @@ def first_ceiling(sent_rate: float) -> float:
 class SentRate:
     """The requests this node started for one host over the last ``SENT_WINDOW_SECONDS``: this window's
     count and the last one's (a sliding estimate), a couple of numbers updated per request; and the
-    busiest whole window, for ``estimate``."""
+    busiest recent window, for ``estimate``."""
 
     __slots__ = ("window", "count", "last", "busiest")
 
     def __init__(self) -> None:
-        self.window, self.count, self.last, self.busiest = 0, 0, 0, 0
+        self.window, self.count, self.last = 0, 0, 0
+        self.busiest = 0.0
 
     def _roll(self, now: float) -> float:
         """Move on to ``now``'s window; returns how far into it ``now`` is (0..1)."""
         position = now / SENT_WINDOW_SECONDS
         window = int(position)
-        if window != self.window:
-            self.busiest = max(self.busiest, self.count)
+        if window != self.window:  # the busiest fades (BUSIEST_FADE a window): a start-up's burst is forgotten
+            self.busiest = max(self.count, self.busiest * BUSIEST_FADE ** min(window - self.window, 100))
             self.last = self.count if window == self.window + 1 else 0
             self.count, self.window = 0, window
         return position - window
@@ -189,9 +191,10 @@ class SentRate:
         return (self.last * (1.0 - into) + self.count) / SENT_WINDOW_SECONDS
 
     def estimate(self, now: float) -> float:
-        """The rate a first learned ceiling starts from: the last window's, never below the busiest whole
-        window (a 429 that comes after a lull, or seconds late from a slow shop, must not learn the lull's
-        rate: the first version learned the 0.5/s floor then, and held the crawl there for minutes)."""
+        """The rate a first learned ceiling starts from: the last window's, never below the busiest recent
+        window (fading by ``BUSIEST_FADE`` a window). A 429 that comes after a lull, or seconds late from a
+        slow shop, must not learn the lull's rate: the first version learned the 0.5/s floor then, and held
+        the crawl there for minutes."""
         return max(self.rate(now), self.busiest / SENT_WINDOW_SECONDS)
 
 

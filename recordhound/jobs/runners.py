@@ -4,6 +4,7 @@ asked to stop; a run that returns normally is done or stopped, one that raises h
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -11,11 +12,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from recordhound import failpoints
 from recordhound.config import FrontierConfig
 from recordhound.backoff import backoff_seconds
 from recordhound.exceptions import RecordhoundError, Unavailable
@@ -66,7 +67,8 @@ def run_import(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Bea
 
 def crawl_command(job: Job, overrides: list[tuple[str, str]]) -> list[str]:
     command = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", f"source={job.doc['profile']}",
-               "-s", f"LOG_FILE={_log_path(job)}", "-s", "RECORDHOUND_SUMMARY_ENABLED=false"]
+               "-s", f"LOG_FILE={_log_path(job)}", "-s", "RECORDHOUND_SUMMARY_ENABLED=false",
+               "-s", f"RECORDHOUND_STATS_FILE={_stats_path(job)}"]
     if job.doc.get("base_url"):
         command += ["-a", f"base_url={job.doc['base_url']}"]
     if (job.doc.get("schedule") or {}).get("follow"):
@@ -101,9 +103,9 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
                            _said(job, logged) or f"see {_log_path(job)}", delay)
             if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
                 return states.STOPPED
-        if ended == 0 and (left := pages.unfinished()):  # stopped from outside the worker (a SIGTERM to the crawl)
-            raise JobFailed(f"the crawl exited with {left} (stopped from outside the worker?); `job resume` goes "
-                            f"on from its frontier (log: {_log_path(job)})")
+        if ended == 0 and _finish_reason(job) == "shutdown" and (left := pages.unfinished()):
+            raise JobFailed(f"the crawl was stopped from outside the worker (a SIGTERM to it) with {left}; `job "
+                            f"resume` goes on from its frontier (log: {_log_path(job)})")
     finally:
         pages.close()
     if ended == STOPPED_CODE:
@@ -116,6 +118,20 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
 
 def _log_path(job: Job) -> str:
     return os.path.join(LOG_DIR, f"job-{job.id}.log")
+
+
+def _stats_path(job: Job) -> str:
+    return os.path.join(LOG_DIR, f"job-{job.id}.stats.json")
+
+
+def _finish_reason(job: Job) -> str:
+    """Why the crawl closed, from its stats file ("shutdown": a SIGTERM or SIGINT; "finished"; a
+    ``closespider_*`` limit...); "" when it wrote none (killed, or another RECORDHOUND_STATS_FILE given)."""
+    try:
+        with open(_stats_path(job), encoding="utf-8") as stats:
+            return str(json.load(stats).get("stats", {}).get("finish_reason", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
 
 
 def _logged(job: Job) -> int:
@@ -143,6 +159,8 @@ def _crawl_once(job: Job, config: WorkerConfig, beat: Beat, overrides: list[tupl
     """One crawl process to its end: its exit code, ``STOPPED_CODE`` when the job was stopped meanwhile."""
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings"),
            **orphans.env(config.stop_seconds)}
+    with suppress(FileNotFoundError):
+        os.remove(_stats_path(job))  # an earlier run's: its finish reason is not this one's
     with open(_log_path(job), "ab") as log:  # its stderr too: the one-line errors `scrapy crawl` prints there
         process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
@@ -274,12 +292,10 @@ class FramePages:
             return ""
         if counts.status == "completed":  # (rechecks come due since are the next run's work)
             return ""
-        if not (counts.seeded or counts.seen or counts.done):  # untouched: not the frontier the crawl used
-            logger.warning("%s: the crawl's frontier as this worker sees it was never used (do the worker and "
-                           "the crawl share REDIS_URL and RECORDHOUND_REDIS_PREFIX?): not checked that it completed",
-                           self.job.name)
-            return ""
-        left = counts.to_fetch + counts.leased_total
+        if not counts.seeded:  # the crawl did not start, or the worker and it do not share the frontier
+            return ("its start requests never queued (the crawl failed as it started: see its log; or the worker and "
+                    "the crawl do not share REDIS_URL and RECORDHOUND_REDIS_PREFIX)")
+        left = counts.queued + counts.leased_total  # (rechecks come due meanwhile, ``due``: the next run's work)
         return f"{left} pages left to fetch" if left else ""
 
     def _opened(self) -> Any:
@@ -291,112 +307,3 @@ class FramePages:
     def close(self) -> None:
         if self.opened:
             self.backend.close()
-
-
-def run_scrapyd(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat,
-                overrides: list[tuple[str, str]]) -> str:
-    """The crawl as a scrapyd job of ``RECORDHOUND_JOB_SCRAPYD_TARGET`` (its progress is read from
-    the shared frontier, so use it with REDIS_URL); stop cancels it with SIGTERM. A job taken over
-    from a worker that died follows the crawl that worker started, if scrapyd still has it (it
-    outlives its worker): one crawl, not a second one beside it; and a job taken over ``stopping``
-    cancels it, or starts nothing. scrapyd's "finished" says the process ended, not that the crawl
-    completed: the frontier says that. A followed crawl that was cut short (its worker cancelled it,
-    then died before it could record the job's end) is run again, as the attempt's own scrapyd job
-    resuming the frontier; one this worker started that was cut short fails the run."""
-    from recordhound.scrapyd_client import ScrapydClient, Target
-
-    client = ScrapydClient(Target.from_config(config.scrapyd_target))
-    external = _left_running(job, client.jobs()) if job.doc.get("taken_over") else None
-    if external is not None:
-        logger.info("%s: following scrapyd job %s, which its last worker started", job.name, external)
-    elif job.status == states.STOPPING:
-        return states.STOPPED
-    run = ScrapydRun(job, client, FramePages(job, settings), beat, config.poll_seconds)
-    try:
-        if external is None:
-            run.pages.restart_if_asked(beat)
-            run.schedule(overrides)
-        else:
-            run.external = external
-        run.follow()
-        if (left := run.unfinished()) and external is not None:
-            logger.warning("%s: scrapyd job %s, which its last worker started, ended with %s: running the crawl "
-                           "again", job.name, external, left)
-            run.schedule(overrides)
-            run.follow()
-            left = run.unfinished()
-        if left:
-            raise JobFailed(f"scrapyd job {run.external} ended with {left} (cut short: cancelled there, or it "
-                            f"closed early); `job resume` goes on from its frontier")
-    except KeyboardInterrupt:  # the worker's own stop: its crawl stops too (as a local crawl does), resumable
-        if run.external and not run.stopping:  # (scrapyd may have it though its answer did not come)
-            _cancel_quietly(client, run.external)
-        raise
-    finally:
-        run.pages.close()
-    return states.STOPPED if run.stopping or job.status == states.STOPPING else states.DONE
-
-
-class ScrapydRun:
-    """One job's crawl on scrapyd: scheduled, or followed, to its end."""
-
-    def __init__(self, job: Job, client: Any, pages: FramePages, beat: Beat, poll_seconds: float) -> None:
-        self.job, self.client, self.pages, self.beat, self.poll_seconds = job, client, pages, beat, poll_seconds
-        self.external = ""  # the scrapyd job followed (or being scheduled)
-        self.stopping = False  # this worker asked scrapyd to stop it (the job is being stopped)
-
-    def schedule(self, overrides: list[tuple[str, str]]) -> None:
-        """A new scrapyd job of the crawl, named after this attempt; it resumes the crawl's frontier."""
-        job = self.job
-        args = {"source": str(job.doc["profile"]), **({"base_url": job.doc["base_url"]} if job.doc.get("base_url")
-                                                      else {})}
-        self.external = f"{_scrapyd_prefix(job)}{job.doc.get('attempts', 1)}"
-        self.beat({"external": self.external})  # before scrapyd has it: a stop after this worker's death cancels it
-        self.external = self.client.schedule("catalog", 1, dict(overrides), args, job_ids=[self.external])[0]
-        failpoints.hit("jobs.scrapyd_scheduled")
-
-    def follow(self) -> None:
-        """Until scrapyd lists the job finished (or, once this worker cancelled it, no longer lists it)."""
-        while (where := _scrapyd_state(self.client.jobs(), self.external)) != "finished":
-            if where is None:  # cancelled while pending, or scrapyd restarted: it will not finish
-                if self.stopping:
-                    break
-                raise JobFailed(f"scrapyd no longer lists job {self.external} (restarted, or cancelled there)")
-            if self.beat({**self.pages.progress(None), "external": self.external}) == states.STOPPING \
-                    and not self.stopping:
-                self.stopping = True
-                self.client.cancel(self.external)
-            time.sleep(self.poll_seconds)
-        if self.beat({**self.pages.progress(None), "external": self.external}) == states.STOPPING:  # its end's counts
-            self.stopping = True  # a stop asked at the very end: the crawl is not run again
-
-    def unfinished(self) -> str:
-        """What the crawl left undone ("": completed, or this run was stopped: a stop leaves pages by design)."""
-        if self.stopping or self.job.status == states.STOPPING:
-            return ""
-        return self.pages.unfinished()
-
-
-def _cancel_quietly(client: Any, external: str) -> None:
-    try:
-        client.cancel(external)
-    except Exception as exc:  # noqa: BLE001 - the worker stops whatever scrapyd answers
-        logger.warning("Could not cancel scrapyd job %s while stopping: %s", external, exc)
-
-
-def _scrapyd_prefix(job: Job) -> str:
-    """The scrapyd job ids of this job's runs: this, then the attempt's number."""
-    return f"{job.source}--job{job.id}-"
-
-
-def _left_running(job: Job, jobs: dict[str, Any]) -> str | None:
-    """A crawl of this job that scrapyd still has pending or running (its last worker died before it
-    could see it end: it may not even have written its id), or None."""
-    return next((str(found["id"]) for state in ("running", "pending") for found in jobs.get(state, [])
-                 if str(found.get("id", "")).startswith(_scrapyd_prefix(job))), None)
-
-
-def _scrapyd_state(jobs: dict[str, Any], external: str) -> str | None:
-    """Which of scrapyd's lists holds the job: "pending", "running", "finished", or None."""
-    return next((state for state in ("finished", "running", "pending")
-                 if any(found.get("id") == external for found in jobs.get(state, []))), None)

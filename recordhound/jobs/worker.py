@@ -22,7 +22,7 @@ from sqlalchemy import Engine
 from recordhound.backoff import backoff_seconds
 from recordhound.catalog.errors import is_transient
 from recordhound.exceptions import RecordhoundError, first_line
-from recordhound.jobs import runners, states, store
+from recordhound.jobs import runners, scrapyd_runs, states, store
 from recordhound.jobs.config import WorkerConfig
 
 logger = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class Worker:
         if job.doc.get("type") == states.IMPORT:
             return runners.run_import(job, self.settings, self.config, beat)
         if self.config.scrapyd_target:
-            return runners.run_scrapyd(job, self.settings, self.config, beat, self.overrides)
+            return scrapyd_runs.run_scrapyd(job, self.settings, self.config, beat, self.overrides)
         return runners.run_crawl(job, self.settings, self.config, beat, self.overrides)
 
     def _end(self, job: store.Job, status: str, error: str | None, unwritten: dict[str, Any]) -> None:

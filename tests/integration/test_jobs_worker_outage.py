@@ -309,3 +309,15 @@ def test_a_crawl_stopped_from_outside_the_worker_is_not_recorded_done(tmp_path: 
         finally:
             _stop(worker)
         _assert_done(job, tmp_path, db, shop, attempt=2)
+
+
+def test_a_crawl_a_closespider_limit_ended_is_done_not_stopped_from_outside(tmp_path: Path) -> None:
+    """A crawl ended by a ``CLOSESPIDER_*`` limit leaves pages, as asked: its job is done (the stop-from-outside
+    check reads the crawl's finish reason; a review found it failing every such job)."""
+    with PostgresDatabase() as db, ShopProcess(RELEASES, seed=SEED) as shop:
+        assert _cli(tmp_path, db.url, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+        ran = _cli(tmp_path, db.url, "worker", "--once", *TRUSTED, "-s", "CLOSESPIDER_PAGECOUNT=20")
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        [job] = _jobs(tmp_path, db.url)
+        assert (job["status"], job["last_error"]) == ("done", None), job
+        assert shop.pages_served() < len(shop.truth()["offers"]), shop.pages_served()  # it did stop early

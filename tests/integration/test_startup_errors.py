@@ -7,12 +7,16 @@ a service that cannot be reached exits 75 instead (EX_TEMPFAIL: try again later;
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import make_url
 
 from tests.faultproxy import FaultProxy
+from tests.redisserver import RedisServer
 from tests.services import PG_ADMIN_URL, REDIS_URL, PostgresDatabase, run_crawl
 
 _NO_DB = make_url(PG_ADMIN_URL).set(database="recordhound_no_such_database").render_as_string(hide_password=False)
@@ -88,3 +92,32 @@ def test_any_other_start_up_error_is_logged_once_with_its_traceback_and_exit_1(t
     assert result.returncode == 1
     assert "The crawl failed: ModuleNotFoundError: No module named 'no_such_module'" in result.stderr, result.stderr[-3000:]
     assert result.stderr.count("Traceback (most recent call last)") == 1, result.stderr[-3000:]
+
+
+def test_a_redis_busy_with_a_long_script_is_waited_for_exit_75(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Redis that answers BUSY (a script running past its time limit) cannot serve now and will again:
+    exit 75, as for one that does not answer, not 1 (a review found the first version's classification
+    calling every Redis error reply a refusal)."""
+    server = RedisServer(tmp_path / "busy", "--save", "", "--lua-time-limit", "100").start()
+    looping = server.client()
+    runner = threading.Thread(target=lambda: _ignoring_errors(lambda: looping.eval("while true do end", 0)))
+    try:
+        runner.start()
+        time.sleep(0.5)  # past the time limit: every other client is answered BUSY
+        monkeypatch.setenv("REDIS_URL", server.url)
+        result = run_crawl(tmp_path, f"sqlite:///{tmp_path / 'db.sqlite3'}", "-a", "source=demo", timeout=60)
+        server.client().script_kill()
+        runner.join(10)
+    finally:
+        server.kill()
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 75, result.stderr[-2000:]
+    assert len(errors) == 1 and "BUSY" in errors[0], result.stderr[-2000:]
+
+
+def _ignoring_errors(call: Callable[[], object]) -> None:
+    """``call()``, its error ignored (the script the test kills ends its caller's call with one)."""
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - any error of the killed script's call
+        pass

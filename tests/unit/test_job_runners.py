@@ -14,7 +14,8 @@ import threading
 import time
 from collections.abc import Iterator
 
-from recordhound.jobs.runners import _scrapyd_state, _stop_crawl
+from recordhound.jobs.runners import _stop_crawl
+from recordhound.jobs.scrapyd_runs import _scrapyd_state
 
 STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
 # as Scrapy takes SIGTERMs: the first starts a (here endless) graceful stop, the second forces it

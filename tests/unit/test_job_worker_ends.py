@@ -156,16 +156,17 @@ def _scrapyd_where_crawls_end_at_once(tmp_path: Path, settings: Settings, monkey
     return scheduled
 
 
-def test_a_scrapyd_crawl_whose_frontier_the_worker_sees_untouched_is_done_as_scrapyd_says(
+def test_a_scrapyd_crawl_that_never_queued_its_start_requests_fails_the_run_saying_why(
         tmp_path: Path, settings: Settings, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker and scrapyd's crawl do not share the frontier (no REDIS_URL on one side, another prefix):
-    the worker sees a frontier never used and cannot tell whether the crawl completed; scrapyd's word
-    stands (done), as before the completeness check (which had the job fail: "start requests never queued")."""
+    """scrapyd says finished and the frontier was never seeded: the crawl failed as it started (scrapyd
+    reports no exit code), or the worker and the crawl do not share the frontier. Either way not done:
+    the run fails naming both (a review found "done" for a crawl that died at its start-up check)."""
     scheduled = _scrapyd_where_crawls_end_at_once(tmp_path, settings, monkeypatch)
     job = create.crawl_job(engine, settings, "demo")
     assert _worker(engine, settings).run(once=True) == 1
-    done = store.get(engine, job.id).doc
-    assert done["status"] == states.DONE and scheduled == [f"demo--job{job.id}-1"], done
+    failed = store.get(engine, job.id).doc
+    assert failed["status"] == states.FAILED and scheduled == [f"demo--job{job.id}-1"], failed
+    assert "start requests never queued" in failed["last_error"] and "REDIS_URL" in failed["last_error"], failed
 
 
 def test_a_scrapyd_crawl_that_finished_with_pages_left_fails_the_run_and_one_that_completed_is_done(
