@@ -165,21 +165,27 @@ class SentRate:
     count and the last one's (a sliding estimate), a couple of numbers updated per request; and the
     busiest recent window, for ``estimate``."""
 
-    __slots__ = ("window", "count", "last", "busiest")
+    __slots__ = ("window", "count", "last", "busiest", "busiest_at")
 
     def __init__(self) -> None:
         self.window, self.count, self.last = 0, 0, 0
-        self.busiest = 0.0
+        self.busiest, self.busiest_at = 0, 0  # the busiest window's count, and which window it was
 
     def _roll(self, now: float) -> float:
         """Move on to ``now``'s window; returns how far into it ``now`` is (0..1)."""
         position = now / SENT_WINDOW_SECONDS
         window = int(position)
-        if window != self.window:  # the busiest fades (BUSIEST_FADE a window): a start-up's burst is forgotten
-            self.busiest = max(self.count, self.busiest * BUSIEST_FADE ** min(window - self.window, 100))
+        if window != self.window:
+            if self.count >= self._busiest(self.window):
+                self.busiest, self.busiest_at = self.count, self.window
             self.last = self.count if window == self.window + 1 else 0
             self.count, self.window = 0, window
         return position - window
+
+    def _busiest(self, window: int) -> float:
+        """The busiest window's count, faded by ``BUSIEST_FADE`` for each window since (a start-up's burst
+        long ago is not the rate sent now)."""
+        return self.busiest * BUSIEST_FADE ** min(window - self.busiest_at, 100)
 
     def started(self, now: float) -> None:
         self._roll(now)
@@ -195,7 +201,8 @@ class SentRate:
         window (fading by ``BUSIEST_FADE`` a window). A 429 that comes after a lull, or seconds late from a
         slow shop, must not learn the lull's rate: the first version learned the 0.5/s floor then, and held
         the crawl there for minutes."""
-        return max(self.rate(now), self.busiest / SENT_WINDOW_SECONDS)
+        rate = self.rate(now)
+        return max(rate, self._busiest(self.window) / SENT_WINDOW_SECONDS)
 
 
 def holder_of(slot: str) -> str:

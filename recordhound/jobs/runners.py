@@ -23,6 +23,7 @@ from recordhound.exceptions import RecordhoundError, Unavailable
 from recordhound.jobs import orphans, states
 from recordhound.jobs.config import WorkerConfig
 from recordhound.jobs.store import Job
+from recordhound.preflight import safe_url
 from recordhound.sources import load_profile
 
 logger = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def run_import(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Bea
 def crawl_command(job: Job, overrides: list[tuple[str, str]]) -> list[str]:
     command = [sys.executable, "-m", "scrapy", "crawl", "catalog", "-a", f"source={job.doc['profile']}",
                "-s", f"LOG_FILE={_log_path(job)}", "-s", "RECORDHOUND_SUMMARY_ENABLED=false",
-               "-s", f"RECORDHOUND_STATS_FILE={_stats_path(job)}"]
+               "-s", f"RECORDHOUND_STATS_FILE={_stats_path(job, overrides)}"]
     if job.doc.get("base_url"):
         command += ["-a", f"base_url={job.doc['base_url']}"]
     if (job.doc.get("schedule") or {}).get("follow"):
@@ -103,9 +104,10 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
                            _said(job, logged) or f"see {_log_path(job)}", delay)
             if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
                 return states.STOPPED
-        if ended == 0 and _finish_reason(job) == "shutdown" and (left := pages.unfinished()):
+        if ended == 0 and _finish_reason(job, overrides) in ("", "shutdown") and (left := pages.unfinished()):
             raise JobFailed(f"the crawl was stopped from outside the worker (a SIGTERM to it) with {left}; `job "
-                            f"resume` goes on from its frontier (log: {_log_path(job)})")
+                            f"resume` goes on from its frontier (log: {_log_path(job)})")  # (a closespider_* limit:
+            # done; no stats file: a forced stop, which leaves before writing them)
     finally:
         pages.close()
     if ended == STOPPED_CODE:
@@ -120,15 +122,16 @@ def _log_path(job: Job) -> str:
     return os.path.join(LOG_DIR, f"job-{job.id}.log")
 
 
-def _stats_path(job: Job) -> str:
-    return os.path.join(LOG_DIR, f"job-{job.id}.stats.json")
+def _stats_path(job: Job, overrides: list[tuple[str, str]]) -> str:
+    """Where the crawl writes its stats: the worker's ``-s RECORDHOUND_STATS_FILE`` if given, else the job's own."""
+    return dict(overrides).get("RECORDHOUND_STATS_FILE") or os.path.join(LOG_DIR, f"job-{job.id}.stats.json")
 
 
-def _finish_reason(job: Job) -> str:
+def _finish_reason(job: Job, overrides: list[tuple[str, str]]) -> str:
     """Why the crawl closed, from its stats file ("shutdown": a SIGTERM or SIGINT; "finished"; a
-    ``closespider_*`` limit...); "" when it wrote none (killed, or another RECORDHOUND_STATS_FILE given)."""
+    ``closespider_*`` limit...); "" when it wrote none (a forced stop leaves before writing it)."""
     try:
-        with open(_stats_path(job), encoding="utf-8") as stats:
+        with open(_stats_path(job, overrides), encoding="utf-8") as stats:
             return str(json.load(stats).get("stats", {}).get("finish_reason", ""))
     except (OSError, ValueError, AttributeError):
         return ""
@@ -160,7 +163,7 @@ def _crawl_once(job: Job, config: WorkerConfig, beat: Beat, overrides: list[tupl
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": os.environ.get("SCRAPY_SETTINGS_MODULE", "recordhound.settings"),
            **orphans.env(config.stop_seconds)}
     with suppress(FileNotFoundError):
-        os.remove(_stats_path(job))  # an earlier run's: its finish reason is not this one's
+        os.remove(_stats_path(job, overrides))  # an earlier run's: its finish reason is not this one's
     with open(_log_path(job), "ab") as log:  # its stderr too: the one-line errors `scrapy crawl` prints there
         process = subprocess.Popen(crawl_command(job, overrides), env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
@@ -236,6 +239,9 @@ class FramePages:
         config = FrontierConfig.from_settings(settings)
         profile = load_profile(job.doc["profile"], settings.getlist("RECORDHOUND_PROFILES_DIRS"))
         self.job, self.backend = job, make_backend(config, crawl_name(config, profile), timeout=10.0)
+        self.where = (f"crawl {crawl_name(config, profile)!r} in Redis at {safe_url(config.redis_url)} under "
+                      f"{config.redis_prefix}" if config.redis_url else f"crawl {crawl_name(config, profile)!r} in "
+                      f"the frontier file of this folder")
         self.lease_seconds = config.lease_seconds
         self.opened = False
         self.first_page = False
@@ -293,8 +299,8 @@ class FramePages:
         if counts.status == "completed":  # (rechecks come due since are the next run's work)
             return ""
         if not counts.seeded:  # the crawl did not start, or the worker and it do not share the frontier
-            return ("its start requests never queued (the crawl failed as it started: see its log; or the worker and "
-                    "the crawl do not share REDIS_URL and RECORDHOUND_REDIS_PREFIX)")
+            raise JobFailed(f"the crawl never queued its start requests: it failed as it started (see its log), or "
+                            f"this worker does not see its frontier ({self.where})")
         left = counts.queued + counts.leased_total  # (rechecks come due meanwhile, ``due``: the next run's work)
         return f"{left} pages left to fetch" if left else ""
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -292,19 +293,28 @@ def _said(tmp_path: Path, words: str) -> str:
     return next((line for line in (tmp_path / "worker.log").read_text().splitlines() if words in line), "")
 
 
-def test_a_crawl_stopped_from_outside_the_worker_is_not_recorded_done(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["one SIGTERM", "two SIGTERMs", "one SIGTERM, the user's stats file"])
+def test_a_crawl_stopped_from_outside_the_worker_is_not_recorded_done(how: str, tmp_path: Path) -> None:
     """A SIGTERM to the crawl alone (an administrator's kill, a service manager), not through the job: the
     crawl stops gracefully and exits 0 with pages left. The job fails saying so (before: recorded done with
-    a third of the shop fetched); `job resume` goes on from the frontier to the shop's truth."""
+    a third of the shop fetched); `job resume` goes on from the frontier to the shop's truth. Also when a
+    second SIGTERM forces the stop (the crawl leaves before writing its stats: a review found it done),
+    and when the worker is given a stats file of the user's (``-s RECORDHOUND_STATS_FILE``: read there)."""
+    own = ("-s", f"RECORDHOUND_STATS_FILE={tmp_path / 'mine.json'}") if "user" in how else ()
     with PostgresDatabase() as db, ShopProcess(RELEASES, seed=SEED, throttle=THROTTLE) as shop:
         assert _cli(tmp_path, db.url, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
-        worker = _worker(tmp_path, db.url, *POLL)
+        worker = _worker(tmp_path, db.url, *POLL, *own)
         try:
             wait_for_pages(shop, 40)
             [crawl] = _until("the crawl", lambda: children_of(worker.pid))
             os.kill(crawl, signal.SIGTERM)
+            if how == "two SIGTERMs":
+                time.sleep(0.3)
+                os.kill(crawl, signal.SIGTERM)
             job = _job_ended(tmp_path, db, 120)
             assert job["status"] == "failed" and "pages left to fetch" in job["last_error"], job
+            if own:
+                assert json.loads((tmp_path / "mine.json").read_text())["stats"]["finish_reason"] == "shutdown"
             job = _resumed_to_its_end(tmp_path, db)
         finally:
             _stop(worker)

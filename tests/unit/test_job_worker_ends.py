@@ -166,7 +166,8 @@ def test_a_scrapyd_crawl_that_never_queued_its_start_requests_fails_the_run_sayi
     assert _worker(engine, settings).run(once=True) == 1
     failed = store.get(engine, job.id).doc
     assert failed["status"] == states.FAILED and scheduled == [f"demo--job{job.id}-1"], failed
-    assert "start requests never queued" in failed["last_error"] and "REDIS_URL" in failed["last_error"], failed
+    assert "never queued its start requests" in failed["last_error"], failed
+    assert "does not see its frontier (crawl 'demo' in the frontier file" in failed["last_error"], failed
 
 
 def test_a_scrapyd_crawl_that_finished_with_pages_left_fails_the_run_and_one_that_completed_is_done(

@@ -127,8 +127,12 @@ def test_a_first_ceiling_is_never_estimated_below_the_busiest_window() -> None:
     for i in range(30):
         lull.started(100.0 + i / 30)
     lull.started(102.2)  # then one start in two seconds
-    assert lull.rate(104.5) == 0.0 and lull.estimate(104.5) == pytest.approx(30 * 0.8 ** 2)  # 2 windows ago
+    assert lull.rate(104.5) == 0.0 and lull.estimate(104.5) == pytest.approx(30 * 0.8 ** 4)  # 4 windows after the burst
     assert lull.estimate(130.5) < 0.2  # it fades: a burst long ago (a crawl's start) is not the rate sent now
+    silent = SentRate()
+    for i in range(30):
+        silent.started(100.0 + i / 30)
+    assert silent.estimate(130.5) < 0.2  # by the windows since the burst, with or without starts between
 
 
 def test_without_a_configured_rate_the_local_limiter_paces_a_host_only_once_it_said_429() -> None:
