@@ -79,48 +79,29 @@ class HostGate:
             request = in_hand[index]
             del in_hand[index]
             return request
-        if not self.limits.active:
-            return self._take_learning(in_hand, held_back)
         now = time.monotonic()
         for index, request in enumerate(in_hand):
             if held_back and request.meta[FRONTIER_ID] in held_back:
                 continue
             host = _host(request)
-            if self._blocked.get(host, 0.0) > now:
-                continue
-            slot = f"{self.holder}|{next(self._ids)}"
-            wait = self.limiter.acquire(host, slot, self.limits)
-            if wait == 0.0:
-                del in_hand[index]
-                if self.limits.learns:
-                    self._sent.setdefault(host, SentRate()).started(now)
-                request.meta[SLOT_META] = slot
-                self._slots[slot] = (host, now, request.meta[FRONTIER_ID])
-                self._by_lease[request.meta[FRONTIER_ID]] = slot
-                return request
-            self._blocked[host] = now + (SLOT_WAIT_SECONDS if wait == FULL else wait)
-            self._wake_at(self._blocked[host])
-        return None
-
-    def _take_learning(self, in_hand: deque[Request], held_back: AbstractSet[int]) -> Request | None:
-        """``take`` with no limits configured: a host goes through the limiter once it has a learned rate."""
-        assert self.limiter is not None
-        now = time.monotonic()
-        for index, request in enumerate(in_hand):
-            if held_back and request.meta[FRONTIER_ID] in held_back:
-                continue
-            host = _host(request)
-            if host in self._learned:
+            if self.limits.active or host in self._learned:  # paced: a configured limit, or a learned rate
                 if self._blocked.get(host, 0.0) > now:
                     continue
-                wait = self.limiter.acquire(host, f"{self.holder}|{next(self._ids)}", self.limits)
+                slot = f"{self.holder}|{next(self._ids)}"
+                wait = self.limiter.acquire(host, slot, self.limits)
                 if wait != 0.0:
-                    self._blocked[host] = now + wait
+                    self._blocked[host] = now + (SLOT_WAIT_SECONDS if wait == FULL else wait)
                     self._wake_at(self._blocked[host])
                     continue
             del in_hand[index]
-            request.meta[STARTED_META] = now
-            self._sent.setdefault(host, SentRate()).started(now)
+            if self.limits.learns:
+                self._sent.setdefault(host, SentRate()).started(now)
+            if self.limits.active:
+                request.meta[SLOT_META] = slot
+                self._slots[slot] = (host, now, request.meta[FRONTIER_ID])
+                self._by_lease[request.meta[FRONTIER_ID]] = slot
+            else:  # a learned rate only: no slot to hold, its start time for the feedback
+                request.meta[STARTED_META] = now
             return request
         return None
 
@@ -139,10 +120,11 @@ class HostGate:
             host = _host(request)
         else:
             return
-        sent = self._sent[host].estimate(now) if host in self._sent else 0.0
+        if self.limits.learns and host not in self._learned and status != LEARN_STATUS:
+            return  # the hot path: a host that never said 429 costs no store call (a 503 alone learns nothing)
+        # what this node sent the host, read on a 429 only: the limiter learns a ceiling from it when it has none
+        sent = self._sent[host].estimate(now) if status == LEARN_STATUS and host in self._sent else 0.0
         if self.limits.learns and host not in self._learned:
-            if status != LEARN_STATUS:
-                return  # the hot path: a host that never said 429 costs no store call (a 503 alone learns nothing)
             self._learn(host, sent)
         try:
             self.limiter.feedback(host, self.limits, status, now - since, sent)
