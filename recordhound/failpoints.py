@@ -39,6 +39,7 @@ POINTS = {
     "frontier.close_released": "the close wrote its outcomes and returned its leases; the node has not left the crawl",
     "frontier.joining": "this node reached the frontier store and has not registered in it yet",
     "frontier.after_start_claim": "this node claimed the start requests and has not written them",
+    "frontier.reset_begun": "this node won a completed crawl's reset (its status resetting, owned) and deleted nothing",
     "store.before_commit": "a batch written and (a crawl's) the review queue told, its product-DB transaction not committed",
     "store.after_commit": "a batch committed to the product DB (the apply worker's release: the review queue not told yet)",
     "store.opening_source": "the writer is about to open the crawl's source (schema, the source's row, status, first sample)",

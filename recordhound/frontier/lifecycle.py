@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from recordhound import failpoints
 from recordhound.backoff import backoff_seconds
 from recordhound.exceptions import RecordhoundError
 from recordhound.frontier.backend import FrontierBackend
@@ -122,6 +123,7 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
             return
         if status == "completed" and not others_alive(backend, lease_seconds):
             if backend.begin_reset("completed"):
+                failpoints.hit("frontier.reset_begun")
                 logger.info("Crawl %r was completed; starting it anew", crawl)
                 if backend.reset():
                     return

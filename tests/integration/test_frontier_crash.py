@@ -128,3 +128,27 @@ def test_sigterm_finishes_in_flight_work_returns_leases_and_resumes(
         assert sum(n - 1 for n in hits.values() if n > 1) <= 1  # only the 500-once page: nothing redone
     finally:
         setup.cleanup()
+
+
+@pytest.mark.parametrize("kind", ["embedded", "redis"])
+def test_kill_9_right_after_winning_a_completed_crawl_s_reset_the_next_node_finishes_it(
+    kind: str, tmp_path: Path, product_db: str
+) -> None:
+    """A node starting on a completed crawl wins its reset (the status ``resetting``, owned by the node) and
+    dies before deleting anything (crash point ``frontier.reset_begun``). The next node waits out the
+    owner's lease, takes the reset over, and crawls the shop again: every product page fetched again, the
+    product DB equal to the shop's truth (IDs and PostgreSQL sequences), ``failed`` only the fault pages."""
+    lease = "RECORDHOUND_FRONTIER_LEASE_SECONDS=4"
+    with ShopProcess(120, seed=24) as small:
+        setup = _setup(kind, tmp_path, small, product_db)
+        try:
+            assert setup.start(name="first").wait(300) == 0, setup.log("first")[-3000:]
+            before = small.hits()
+            killed = setup.start(lease, name="killed", failpoints="frontier.reset_begun=kill")
+            assert killed.wait(120) == -9, setup.log("killed")[-3000:]
+            assert setup.counts().status == "resetting"
+            assert setup.start(lease, name="after").wait(300) == 0, setup.log("after")[-3000:]
+            assert "was left unfinished; finishing it" in setup.log("after"), setup.log("after")[-3000:]
+            _assert_complete(setup, small, _page_hits(small, before))
+        finally:
+            setup.cleanup()
