@@ -77,11 +77,10 @@ def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
     user's rights, a database index it does not have: a plain user error, no wait cures it)."""
     import redis
 
-    from recordhound.frontier.redis import REFUSING, REFUSING_CODES  # (that module imports this one)
+    from recordhound.frontier.redis import transient  # the frontier's rule (that module imports this one)
 
-    busy = isinstance(exc, REFUSING) or str(exc).startswith(REFUSING_CODES)  # loading, a long script, ...: it waits
     refused = isinstance(exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError)) or (
-        isinstance(exc, redis.ResponseError) and not busy)
+        isinstance(exc, redis.ResponseError) and not transient(exc))  # an error reply: busy, loading... waits
     return (RecordhoundError if refused else Unavailable)(
         f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset REDIS_URL to use the "
         f"embedded frontier")

@@ -60,6 +60,19 @@ REFUSING = tuple(getattr(redis.exceptions, name) for name in (
     "SlotNotCoveredError", "RedisClusterUnreachableError") if hasattr(redis.exceptions, name))
 REFUSING_CODES = ("OOM", "READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN",
                   "MISCONF", "NOREPLICAS", "BUSY ")  # and: its disk cannot persist, too few replicas, a long script
+
+
+def transient(exc: BaseException) -> bool:
+    """A Redis that does not answer, or answers that it cannot serve now (``REFUSING``): worth waiting for.
+    Not a wrong password, nor any other error reply."""
+    if isinstance(exc, redis.AuthenticationError):
+        return False  # a ConnectionError to redis-py, a wrong password or ACL to us
+    if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, *REFUSING)):
+        return True
+    # the same refusals reported by an older redis-py as a plain ResponseError with the error code
+    return isinstance(exc, redis.ResponseError) and str(exc).startswith(REFUSING_CODES)
+
+
 MAX_PRIORITY = 4000  # |priority| * 2**40 + id must stay exact in a double
 
 
@@ -130,12 +143,7 @@ class RedisFrontier(FrontierBackend):
         old.close()
 
     def _transient(self, exc: BaseException) -> bool:
-        if isinstance(exc, redis.AuthenticationError):
-            return False  # a ConnectionError to redis-py, a wrong password or ACL to us
-        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, *REFUSING)):
-            return True
-        # the same refusals reported by an older redis-py as a plain ResponseError with the error code
-        return isinstance(exc, redis.ResponseError) and str(exc).startswith(REFUSING_CODES)
+        return transient(exc)
 
     def commit(self, entries: list[Entry], acks: list[Lease], failures: list[Failure],
                seeded: bool = False, rechecks: list[Recheck] | None = None, writer: str = "",
