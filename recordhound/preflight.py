@@ -98,14 +98,20 @@ def _check_database(url: str) -> None:
         except NotPlain:
             revision = _stored_revision_by_sqlalchemy(url)
     except Unreachable as exc:
-        refused = url.startswith("sqlite") or any(words in str(exc) for words in PG_REFUSALS)
-        raise (RecordhoundError if refused else Unavailable)(
-            f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {exc}; start it, or unset "
-            f"DATABASE_URL to use the SQLite file") from exc
+        raise database_unreachable(url, exc) from exc
     if is_newer(revision):
         raise RecordhoundError(
             f"the product database at DATABASE_URL={safe_url(url)} has schema revision {revision}, newer than this "
             f"recordhound's {packaged_head()}: upgrade recordhound on this node, or set DATABASE_URL to another database")
+
+
+def database_unreachable(url: str, exc: BaseException) -> RecordhoundError:
+    """The product database did not answer (``Unavailable``: worth another try), or answered and refused
+    (``PG_REFUSALS``; a SQLite file that does not open: a plain user error, no wait cures it)."""
+    refused = url.startswith("sqlite") or any(words in str(exc) for words in PG_REFUSALS)
+    return (RecordhoundError if refused else Unavailable)(
+        f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {first_line(exc)}; start it, or "
+        f"unset DATABASE_URL to use the SQLite file")
 
 
 def _stored_revision_by_sqlalchemy(url: str) -> str | None:

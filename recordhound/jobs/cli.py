@@ -43,7 +43,16 @@ def _engine() -> Engine:
     from recordhound.config import StoreConfig
     from recordhound.db.migrate import open_database
 
-    return open_database(StoreConfig.from_settings(current_settings()).database_url)
+    from recordhound.catalog.errors import is_transient
+    from recordhound.preflight import database_unreachable
+
+    url = StoreConfig.from_settings(current_settings()).database_url
+    try:
+        return open_database(url)
+    except Exception as exc:  # down or refusing: one line, not the driver's traceback
+        if not is_transient(exc):
+            raise
+        raise database_unreachable(url, exc) from exc
 
 
 def describe(job: Job) -> str:
@@ -131,12 +140,15 @@ def worker_command(once: bool) -> None:
 
     from recordhound.cli_settings import META_KEY
     from recordhound.jobs.config import WorkerConfig
-    from recordhound.jobs.worker import Worker
+    from recordhound.config import StoreConfig
+    from recordhound.jobs.worker import Worker, open_job_store
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ctx = click.get_current_context()
     settings = current_settings()
-    worker = Worker(_engine(), settings, WorkerConfig.from_settings(settings), list(ctx.find_root().meta.get(META_KEY, ())))
+    url = StoreConfig.from_settings(settings).database_url
+    overrides = list(ctx.find_root().meta.get(META_KEY, ()))
+    worker = Worker(open_job_store(url), settings, WorkerConfig.from_settings(settings), overrides)
     try:
         ran = worker.run(once)
     except KeyboardInterrupt:

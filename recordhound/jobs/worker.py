@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from recordhound.backoff import backoff_seconds
 from recordhound.catalog.errors import is_transient
-from recordhound.exceptions import RecordhoundError, first_line
+from recordhound.exceptions import RecordhoundError, Unavailable, first_line
 from recordhound.jobs import runners, scrapyd_runs, states, store
 from recordhound.jobs.config import WorkerConfig
 
@@ -170,6 +170,25 @@ class Worker:
                 down += 1
                 time.sleep(_unreachable(exc, down, f"{job.name} ended {status}"))
         logger.info("%s: %s%s", job.name, status, f" ({error})" if error else "")
+
+
+def open_job_store(url: str) -> Engine:
+    """The product DB (where jobs live), its schema migrated; while it is down the worker waits, one line
+    per try, as it does between jobs. One that answers and refuses (no such database, a wrong password, a
+    SQLite file that does not open) is a user's error: one line, the worker does not start."""
+    from recordhound.db.migrate import open_database
+    from recordhound.preflight import database_unreachable
+
+    attempt = 0
+    while True:
+        try:
+            return open_database(url)
+        except Exception as exc:
+            why = database_unreachable(url, exc)
+            if not is_transient(exc) or not isinstance(why, Unavailable):
+                raise why from exc
+            attempt += 1
+            time.sleep(_unreachable(exc, attempt, "starting"))
 
 
 def _unreachable(exc: BaseException, attempt: int, doing: str) -> float:

@@ -86,6 +86,34 @@ def test_the_product_db_down_for_seconds_neither_ends_an_idle_worker_nor_fails_i
         _assert_crawl_matches_truth(tmp_path, db.url, shop.truth())
 
 
+def test_a_worker_started_while_the_product_db_is_down_waits_for_it_and_one_it_refuses_is_one_line(
+        tmp_path: Path) -> None:
+    """A worker started while its role is locked out of PostgreSQL waits (one line per try) and runs once
+    the role is let in; a database that does not exist is one ``error:`` line, at once. Before, both died
+    with a traceback from the schema migration at the worker's start (CI of 7 December 2026 met the first
+    when the test above locked the role out before the worker, on a loaded machine, had started)."""
+    with PostgresDatabase(own_role=True) as db:
+        assert _cli(tmp_path, db.url, "job", "list").returncode == 0  # the schema
+        db.lock_out()
+        log = tmp_path / "worker.log"
+        with open(log, "w") as out:
+            worker = _worker(tmp_path, db.url, "--once", log=out)
+        try:
+            _until("the worker to say it waits", lambda: "unreachable" in log.read_text(), 60)
+            assert worker.poll() is None, log.read_text()[-3000:]
+            db.let_in()
+            assert worker.wait(timeout=120) == 0, log.read_text()[-3000:]
+        finally:
+            kill_group_if_running(worker)
+        said = log.read_text()
+        assert "0 jobs run" in said and "Traceback" not in said, said[-3000:]
+        missing = db.url.rsplit("/", 1)[0] + "/rh_test_no_such_database"
+        refused = _cli(tmp_path, missing, "worker", "--once")
+        assert refused.returncode != 0
+        assert "Traceback" not in refused.stderr and "rh_test_no_such_database" in refused.stderr, refused.stderr
+        assert refused.stderr.strip().splitlines()[-1].startswith("error: "), refused.stderr
+
+
 def test_a_worker_stopped_while_a_person_s_stop_closes_its_crawl_does_not_force_that_close(
         tmp_path: Path, database: str) -> None:  # noqa: F811
     """A person stops the job: the worker sends its crawl SIGTERM and the crawl closes (its writer held
