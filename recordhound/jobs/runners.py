@@ -104,10 +104,9 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
                            _said(job, logged) or f"see {_log_path(job)}", delay)
             if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
                 return states.STOPPED
-        if ended == 0 and _finish_reason(job, overrides) in ("", "shutdown") and (left := pages.unfinished()):
-            raise JobFailed(f"the crawl was stopped from outside the worker (a SIGTERM to it) with {left}; `job "
-                            f"resume` goes on from its frontier (log: {_log_path(job)})")  # (a closespider_* limit:
-            # done; no stats file: a forced stop, which leaves before writing them)
+        if (how := _stopped_from_outside(ended, job, overrides)) and (left := pages.unfinished()):
+            raise JobFailed(f"the crawl was stopped from outside the worker ({how}) with {left}; `job resume` goes "
+                            f"on from its frontier (log: {_log_path(job)})")
     finally:
         pages.close()
     if ended == STOPPED_CODE:
@@ -116,6 +115,18 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
         said = _said(job, logged)
         raise JobFailed(f"the crawl exited with code {ended}{': ' + said if said else ''} (log: {_log_path(job)})")
     return states.DONE
+
+
+def _stopped_from_outside(ended: int, job: Job, overrides: list[tuple[str, str]]) -> str:
+    """How a crawl the worker did not stop was stopped, if it was: it closed on a SIGTERM or SIGINT (exit 0,
+    finish reason "shutdown"; no stats file: a second one forced the stop, which leaves before writing them),
+    or a signal ended the process (a second SIGTERM that came as it was exiting, a SIGKILL). "" otherwise
+    (it completed, or a ``closespider_*`` limit closed it: done)."""
+    if ended < 0 and -ended in signal.valid_signals():  # (not STOPPED_CODE: the worker's own stop)
+        return f"{signal.Signals(-ended).name} ended it"
+    if ended == 0 and _finish_reason(job, overrides) in ("", "shutdown"):
+        return "a SIGTERM to it"
+    return ""
 
 
 def _log_path(job: Job) -> str:
