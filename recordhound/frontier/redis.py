@@ -65,8 +65,8 @@ REFUSING_CODES = ("OOM", "READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TR
 def transient(exc: BaseException) -> bool:
     """A Redis that does not answer, or answers that it cannot serve now (``REFUSING``): worth waiting for.
     Not a wrong password, nor any other error reply."""
-    if isinstance(exc, redis.AuthenticationError):
-        return False  # a ConnectionError to redis-py, a wrong password or ACL to us
+    if isinstance(exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError)):
+        return False  # ConnectionErrors to redis-py; a wrong password or ACL, a TLS certificate refused to us
     if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, *REFUSING)):
         return True
     # the same refusals reported by an older redis-py as a plain ResponseError with the error code

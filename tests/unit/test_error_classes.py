@@ -33,6 +33,8 @@ def test_frontier_backends_tell_an_outage_from_a_bug() -> None:
     assert not shared.is_transient(redis.exceptions.ClusterCrossSlotError("Keys in request don't hash to the same slot"))
     assert not shared.is_transient(TypeError("bad argument"))
     assert not shared.is_transient(redis.AuthenticationError("invalid username-password pair"))
+    # a TLS certificate's OCSP check that refuses (redis-py's AuthorizationError, a ConnectionError): no wait cures it
+    assert not shared.is_transient(redis.exceptions.AuthorizationError("not authorized to view this ocsp certificate"))
 
 
 def test_writer_errors_outage_race_and_row() -> None:
