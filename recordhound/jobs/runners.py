@@ -19,7 +19,7 @@ from scrapy.settings import BaseSettings
 
 from recordhound.config import FrontierConfig
 from recordhound.backoff import backoff_seconds
-from recordhound.exceptions import RecordhoundError, Unavailable
+from recordhound.exceptions import RecordhoundError, Unavailable, first_line
 from recordhound.jobs import orphans, states
 from recordhound.jobs.config import WorkerConfig
 from recordhound.jobs.store import Job
@@ -91,7 +91,8 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     os.makedirs(LOG_DIR, exist_ok=True)
     pages = FramePages(job, settings)
     try:
-        pages.restart_if_asked(beat)
+        if not _restart_if_asked(job, config, beat, pages):
+            return states.STOPPED
         tries, since = 0, time.monotonic()
         while True:
             logged = _logged(job)  # what earlier runs wrote to the job's log: their errors are not this one's
@@ -115,6 +116,28 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
         said = _said(job, logged)
         raise JobFailed(f"the crawl exited with code {ended}{': ' + said if said else ''} (log: {_log_path(job)})")
     return states.DONE
+
+
+def _restart_if_asked(job: Job, config: WorkerConfig, beat: Beat, pages: FramePages) -> bool:
+    """``pages.restart_if_asked``, waited for while the frontier is unreachable (Redis down, its file locked),
+    as a crawl that cannot reach a service at its start is: with backoff, one line per try, for
+    ``RECORDHOUND_WORKER_UNAVAILABLE_SECONDS``. A reset that an outage cut in two is taken over by the next
+    try (its owner is this worker's). False: the job was stopped meanwhile."""
+    tries, since = 0, time.monotonic()
+    while True:
+        try:
+            pages.restart_if_asked(beat)
+            return True
+        except Exception as exc:
+            if not (isinstance(exc, Unavailable) or pages.backend.is_transient(exc)) or \
+                    time.monotonic() - since >= config.unavailable_seconds:
+                raise
+            tries += 1
+            delay = backoff_seconds(tries, UNAVAILABLE_CAP_SECONDS)
+            logger.warning("%s: the crawl's frontier is unreachable for its reset (job start): %s; tried again in "
+                           "%.1f s", job.name, first_line(exc), delay)
+            if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
+                return False
 
 
 def _stopped_from_outside(ended: int, job: Job, overrides: list[tuple[str, str]]) -> str:
