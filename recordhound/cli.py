@@ -283,8 +283,9 @@ _register()
 
 
 def run() -> None:
-    """An error a user can fix is one ``error:`` line: exit 1 for a profile, 2 for the rest."""
-    from recordhound.exceptions import ProfileError
+    """An error a user can fix is one ``error:`` line: exit 1 for a profile, 75 (EX_TEMPFAIL) for a service
+    that cannot be reached now (``Unavailable``: the same command is worth running again), 2 for the rest."""
+    from recordhound.exceptions import ProfileError, Unavailable
 
     try:
         main(standalone_mode=True)
@@ -294,4 +295,5 @@ def run() -> None:
 
             traceback.print_exc()
         click.echo(f"error: {exc}", err=True)
-        raise SystemExit(1 if isinstance(exc, ProfileError) else 2) from exc
+        code = 1 if isinstance(exc, ProfileError) else Unavailable.EXIT_CODE if isinstance(exc, Unavailable) else 2
+        raise SystemExit(code) from exc

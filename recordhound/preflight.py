@@ -90,7 +90,7 @@ def _check_database(url: str) -> None:
     """The product database answers, and its schema is not newer than this code's. Read with the
     driver (``db/revision.py``): the crawler leaves SQLAlchemy to its writer process; a URL only
     SQLAlchemy reads is checked with it."""
-    from recordhound.db.revision import NotPlain, Unreachable, is_newer, packaged_head, stored_revision
+    from recordhound.db.revision import NotPlain, Unreachable, is_newer, newer_schema, stored_revision
 
     try:
         try:
@@ -99,16 +99,16 @@ def _check_database(url: str) -> None:
             revision = _stored_revision_by_sqlalchemy(url)
     except Unreachable as exc:
         raise database_unreachable(url, exc) from exc
-    if is_newer(revision):
-        raise RecordhoundError(
-            f"the product database at DATABASE_URL={safe_url(url)} has schema revision {revision}, newer than this "
-            f"recordhound's {packaged_head()}: upgrade recordhound on this node, or set DATABASE_URL to another database")
+    if revision is not None and is_newer(revision):
+        raise RecordhoundError(newer_schema(f"DATABASE_URL={safe_url(url)}", revision))
 
 
 def database_unreachable(url: str, exc: BaseException) -> RecordhoundError:
     """The product database did not answer (``Unavailable``: worth another try), or answered and refused
-    (``PG_REFUSALS``; a SQLite file that does not open: a plain user error, no wait cures it)."""
-    refused = url.startswith("sqlite") or any(words in str(exc) for words in PG_REFUSALS)
+    (``PG_REFUSALS``; a SQLite file that does not open, not one another process holds locked: a plain user
+    error, no wait cures it)."""
+    said = str(exc)
+    refused = url.startswith("sqlite") and "database is locked" not in said or any(w in said for w in PG_REFUSALS)
     return (RecordhoundError if refused else Unavailable)(
         f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {first_line(exc)}; start it, or "
         f"unset DATABASE_URL to use the SQLite file")

@@ -21,7 +21,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from recordhound.db.engine import lock_for_writing, make_engine
-from recordhound.db.revision import packaged_head
+from recordhound.db.revision import is_newer, newer_schema, packaged_head
+from recordhound.exceptions import RecordhoundError
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -82,9 +83,14 @@ def stored_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to ``revision``; several nodes may call this at once."""
-    if revision == "head" and stored_revision(engine) == packaged_head():
+    """Bring the schema to ``revision``; several nodes may call this at once. A schema newer than this
+    code's (a newer recordhound migrated it) is one :class:`RecordhoundError` saying so, not Alembic's
+    "Can't locate revision"."""
+    stored = stored_revision(engine)
+    if revision == "head" and stored == packaged_head():
         return
+    if stored is not None and is_newer(stored):
+        raise RecordhoundError(newer_schema(engine.url.render_as_string(hide_password=True), stored))
     from alembic import command
 
     config = alembic_config()

@@ -37,6 +37,12 @@ def is_newer(revision: str | None) -> bool:
     return revision is not None and revision.isdigit() and len(revision) == len(head) and revision > head
 
 
+def newer_schema(where: str, revision: str) -> str:
+    """What to say of a database at ``where`` whose schema ``revision`` is newer than this code's."""
+    return (f"the product database at {where} has schema revision {revision}, newer than this recordhound's "
+            f"{packaged_head()}: upgrade recordhound on this node, or set DATABASE_URL to another database")
+
+
 def stored_revision(url: str) -> str | None:
     """The revision stored at ``url`` (None: no schema yet, or an in-memory SQLite database).
 

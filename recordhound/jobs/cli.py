@@ -137,18 +137,24 @@ for _action in ("start", "stop", "resume"):
 def worker_command(once: bool) -> None:
     """Run jobs one at a time until SIGTERM (several workers may share the jobs)."""
     import logging
+    import signal
 
     from recordhound.cli_settings import META_KEY
     from recordhound.jobs.config import WorkerConfig
     from recordhound.config import StoreConfig
-    from recordhound.jobs.worker import Worker, open_job_store
+    from recordhound.jobs.worker import Worker, open_job_store, stop_on_signals
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ctx = click.get_current_context()
     settings = current_settings()
-    url = StoreConfig.from_settings(settings).database_url
-    overrides = list(ctx.find_root().meta.get(META_KEY, ()))
-    worker = Worker(open_job_store(url), settings, WorkerConfig.from_settings(settings), overrides)
+    config = WorkerConfig.from_settings(settings)
+    stop_on_signals(signal.default_int_handler)  # a stop while the job store is down at the start: as below
+    try:
+        engine = open_job_store(StoreConfig.from_settings(settings).database_url)
+    except KeyboardInterrupt:
+        click.echo("worker: stopped before the job store answered: 0 jobs run", err=True)
+        return
+    worker = Worker(engine, settings, config, list(ctx.find_root().meta.get(META_KEY, ())))
     try:
         ran = worker.run(once)
     except KeyboardInterrupt:

@@ -32,6 +32,7 @@ LOG_DIR = os.path.join(".recordhound", "logs")
 STOP_BEAT_SECONDS = 1.0  # while a crawl stops, the job's heartbeat is written this often
 UNAVAILABLE_CAP_SECONDS = 30.0  # the longest wait before starting again a crawl that could not reach a service
 SAID_TAIL_BYTES = 64 * 1024  # the crawl's error line is looked for in this much of the end of its log
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL})  # a person's, a manager's
 STOPPED_CODE = -1000  # _crawl_once: the job was stopped (the crawl returned its leases), not an exit code
 
 
@@ -105,7 +106,7 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
                            _said(job, logged) or f"see {_log_path(job)}", delay)
             if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
                 return states.STOPPED
-        if (how := _stopped_from_outside(ended, job, overrides)) and (left := pages.unfinished()):
+        if (how := _stopped_from_outside(ended, job, overrides)) and (left := pages.unfinished(ended >= 0)):
             raise JobFailed(f"the crawl was stopped from outside the worker ({how}) with {left}; `job resume` goes "
                             f"on from its frontier (log: {_log_path(job)})")
     finally:
@@ -143,9 +144,9 @@ def _restart_if_asked(job: Job, config: WorkerConfig, beat: Beat, pages: FramePa
 def _stopped_from_outside(ended: int, job: Job, overrides: list[tuple[str, str]]) -> str:
     """How a crawl the worker did not stop was stopped, if it was: it closed on a SIGTERM or SIGINT (exit 0,
     finish reason "shutdown"; no stats file: a second one forced the stop, which leaves before writing them),
-    or a signal ended the process (a second SIGTERM that came as it was exiting, a SIGKILL). "" otherwise
-    (it completed, or a ``closespider_*`` limit closed it: done)."""
-    if ended < 0 and -ended in signal.valid_signals():  # (not STOPPED_CODE: the worker's own stop)
+    or a stop signal ended the process (a second SIGTERM that came as it was exiting, a SIGKILL). "" otherwise
+    (it completed, or a ``closespider_*`` limit closed it: done; a crash)."""
+    if -ended in STOP_SIGNALS:  # (a crash, SIGSEGV or SIGABRT, keeps its exit code and error line)
         return f"{signal.Signals(-ended).name} ended it"
     if ended == 0 and _finish_reason(job, overrides) in ("", "shutdown"):
         return "a SIGTERM to it"
@@ -216,7 +217,8 @@ def _crawl_once(job: Job, config: WorkerConfig, beat: Beat, overrides: list[tupl
     finally:
         if process.poll() is None:  # the worker itself is stopping: let the crawl return its leases
             _stop_crawl(process, config.stop_seconds, beat, signalled=stopping)
-    return STOPPED_CODE if stopping and process.returncode == 0 else process.returncode
+    # (a crawl the worker's SIGTERM reached before Scrapy took the signal over ended by it, holding nothing)
+    return STOPPED_CODE if stopping and process.returncode in (0, -signal.SIGTERM) else process.returncode
 
 
 def _wait(seconds: float, poll_seconds: float, beat: Beat) -> str:
@@ -321,16 +323,19 @@ class FramePages:
         logger.info("%s: the crawl's frontier is reset (job start: from the beginning)", self.job.name)
         beat({"reset_crawl": False})
 
-    def unfinished(self) -> str:
+    def unfinished(self, unseeded_fails: bool = True) -> str:
         """What the crawl has left, read once scrapyd says its process finished ("": it completed). A
         finished process is not a completed crawl: one cancelled (or closed early) returned its leases
-        and left pages to fetch. A frontier that cannot be read says nothing: "" (scrapyd's word stands)."""
+        and left pages to fetch. A frontier that cannot be read says nothing: "" (scrapyd's word stands).
+        A frontier never seeded fails the job (``unseeded_fails``), else says nothing either."""
         try:
             counts = self._opened().counts()
         except Exception as exc:  # noqa: BLE001 - the store down at the end: the crawl is not known unfinished
             logger.warning("%s: could not read the crawl's frontier to check that it completed: %s", self.job.name, exc)
             return ""
         if counts.status == "completed":  # (rechecks come due since are the next run's work)
+            return ""
+        if not counts.seeded and not unseeded_fails:
             return ""
         if not counts.seeded:  # the crawl did not start, or the worker and it do not share the frontier
             raise JobFailed(f"the crawl never queued its start requests: it failed as it started (see its log), or "

@@ -55,9 +55,7 @@ class Worker:
         """Run jobs until SIGTERM/SIGINT/SIGHUP (``once``: until none is waiting); returns how many ran.
         A closed terminal (SIGHUP) stops the worker and its crawl as a Ctrl-C does (the crawl, in a
         session of its own, does not get the terminal's hang-up), unless the worker runs under nohup."""
-        signal.signal(signal.SIGTERM, self._stop)
-        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # not under nohup
-            signal.signal(signal.SIGHUP, self._stop)
+        stop_on_signals(self._stop)
         logger.info("Worker %s started", self.id)
         down = 0  # tries of the job store that failed in a row
         while not self.stopping:
@@ -172,6 +170,13 @@ class Worker:
         logger.info("%s: %s%s", job.name, status, f" ({error})" if error else "")
 
 
+def stop_on_signals(handler: Any) -> None:
+    """SIGTERM, and SIGHUP unless the worker runs under nohup, call ``handler`` (SIGINT: Python's own)."""
+    signal.signal(signal.SIGTERM, handler)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # not under nohup
+        signal.signal(signal.SIGHUP, handler)
+
+
 def open_job_store(url: str) -> Engine:
     """The product DB (where jobs live), its schema migrated; while it is down the worker waits, one line
     per try, as it does between jobs. One that answers and refuses (no such database, a wrong password, a
@@ -184,8 +189,10 @@ def open_job_store(url: str) -> Engine:
         try:
             return open_database(url)
         except Exception as exc:
+            if not is_transient(exc):
+                raise  # (a schema newer than this code's is a RecordhoundError of its own: ``migrate.upgrade``)
             why = database_unreachable(url, exc)
-            if not is_transient(exc) or not isinstance(why, Unavailable):
+            if not isinstance(why, Unavailable):
                 raise why from exc
             attempt += 1
             time.sleep(_unreachable(exc, attempt, "starting"))

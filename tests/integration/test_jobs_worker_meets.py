@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -89,7 +90,8 @@ def test_the_product_db_down_for_seconds_neither_ends_an_idle_worker_nor_fails_i
 def test_a_worker_started_while_the_product_db_is_down_waits_for_it_and_one_it_refuses_is_one_line(
         tmp_path: Path) -> None:
     """A worker started while its role is locked out of PostgreSQL waits (one line per try) and runs once
-    the role is let in; a database that does not exist is one ``error:`` line, at once. Before, both died
+    the role is let in (one stopped meanwhile ends as an idle one does); a database that does not exist,
+    and one whose schema a newer recordhound migrated, are one ``error:`` line, at once. Before, all died
     with a traceback from the schema migration at the worker's start (CI of 7 December 2026 met the first
     when the test above locked the role out before the worker, on a loaded machine, had started)."""
     with PostgresDatabase(own_role=True) as db:
@@ -101,6 +103,12 @@ def test_a_worker_started_while_the_product_db_is_down_waits_for_it_and_one_it_r
         try:
             _until("the worker to say it waits", lambda: "unreachable" in log.read_text(), 60)
             assert worker.poll() is None, log.read_text()[-3000:]
+            with open(tmp_path / "stopped.log", "w") as out:
+                stopped = _worker(tmp_path, db.url, log=out)  # one stopped while it waits: as an idle one
+            _until("the second worker to wait", lambda: "unreachable" in (tmp_path / "stopped.log").read_text(), 60)
+            os.killpg(stopped.pid, signal.SIGTERM)
+            assert stopped.wait(60) == 0, (tmp_path / "stopped.log").read_text()[-3000:]
+            assert "0 jobs run" in (tmp_path / "stopped.log").read_text()
             db.let_in()
             assert worker.wait(timeout=120) == 0, log.read_text()[-3000:]
         finally:
@@ -112,6 +120,14 @@ def test_a_worker_started_while_the_product_db_is_down_waits_for_it_and_one_it_r
         assert refused.returncode != 0
         assert "Traceback" not in refused.stderr and "rh_test_no_such_database" in refused.stderr, refused.stderr
         assert refused.stderr.strip().splitlines()[-1].startswith("error: "), refused.stderr
+    newer = f"sqlite:///{tmp_path / 'newer.sqlite3'}"  # a schema a newer recordhound migrated
+    assert _cli(tmp_path, newer, "job", "list").returncode == 0
+    with sqlite3.connect(tmp_path / "newer.sqlite3") as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    for args in (("worker", "--once"), ("job", "list")):
+        said = _cli(tmp_path, newer, *args)
+        assert said.returncode == 2 and said.stderr.count("\n") == 1, said.stderr[-3000:]
+        assert "has schema revision 9999, newer than this recordhound's" in said.stderr, said.stderr
 
 
 def test_a_worker_stopped_while_a_person_s_stop_closes_its_crawl_does_not_force_that_close(

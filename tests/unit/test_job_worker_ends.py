@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -224,3 +226,26 @@ def test_a_failed_run_s_error_line_is_its_own_not_an_earlier_run_s(tmp_path: Pat
     with open(runners._log_path(job), "a") as log:
         log.write("error: the crawl failed its health checks: 30 % of its requests failed\n")
     assert runners._said(job, logged) == "the crawl failed its health checks: 30 % of its requests failed"
+
+
+def test_a_person_s_stop_that_ends_a_crawl_before_scrapy_took_sigterm_over_is_a_stop(
+        tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`job stop` while the crawl process is still starting (Python's default SIGTERM action: the worker's
+    SIGTERM ends it, exit -15, holding nothing yet) is the job's stop. Before, that exit went on to the
+    check for a crawl stopped from outside the worker, and the job failed saying so (a review found it).
+    A real process and a real signal; the crawl command is a Python that sleeps."""
+    from types import SimpleNamespace
+
+    from recordhound.jobs import runners
+
+    monkeypatch.setattr(runners, "crawl_command", lambda job, overrides: [sys.executable, "-c",
+                                                                           "import time; time.sleep(60)"])
+    os.makedirs(runners.LOG_DIR)
+    job: Any = SimpleNamespace(id=9, name="job:9")
+    pages: Any = SimpleNamespace(progress=lambda pid: {"pid": pid})
+    started = time.monotonic()
+    ended = runners._crawl_once(job, WorkerConfig.from_settings(settings), lambda changes: states.STOPPING, [], pages)
+    assert ended == runners.STOPPED_CODE and time.monotonic() - started < 30
+    assert runners._stopped_from_outside(-signal.SIGKILL, job, []) == "SIGKILL ended it"
+    assert runners._stopped_from_outside(-signal.SIGSEGV, job, []) == ""  # a crash keeps its exit code and line
+    assert runners._stopped_from_outside(runners.STOPPED_CODE, job, []) == ""
