@@ -20,7 +20,7 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 # A role an administrator locked out for a while (NOLOGIN: "is not permitted to log in") is waited for.
 # (libpq gives no error code for a failed connection: its message, in the server's lc_messages, is matched.)
 PG_REFUSALS = ("authentication failed", "does not exist", "no password supplied", "pg_hba.conf",
-               "does not support SSL")
+               "does not support SSL", "permission denied for database")  # (the last: CONNECT revoked)
 
 
 def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
@@ -109,9 +109,10 @@ def database_unreachable(url: str, exc: BaseException) -> RecordhoundError:
     error, no wait cures it)."""
     said = str(exc)
     refused = url.startswith("sqlite") and "database is locked" not in said or any(w in said for w in PG_REFUSALS)
+    advice = ("point DATABASE_URL at a SQLite database file this process can open and write" if url.startswith(
+        "sqlite") else "start it, or unset DATABASE_URL to use the SQLite file")
     return (RecordhoundError if refused else Unavailable)(
-        f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {first_line(exc)}; start it, or "
-        f"unset DATABASE_URL to use the SQLite file")
+        f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {first_line(exc)}; {advice}")
 
 
 def _stored_revision_by_sqlalchemy(url: str) -> str | None:

@@ -111,8 +111,8 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
     scheduled (``rechecks``: the profile has a recrawl schedule): the next run fetches what is due; a
     crawl completed before its profile had one has none scheduled, and starts anew. A reset whose
     owner stays the same for ``lease_seconds`` was left unfinished: one of the nodes waiting takes it
-    over (compare-and-set on its owner too), the others wait for that one; a node whose own reset was
-    taken over meanwhile (it stalled) deletes no more, and waits for it too."""
+    over (compare-and-set on its owner too) once no node of the crawl is alive, the others wait for that
+    one; a node whose own reset was taken over meanwhile (it stalled) deletes no more, and waits for it too."""
     waited, owner = 0.0, None
     while True:
         counts = backend.counts()
@@ -131,7 +131,8 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
             return
         elif (seen := backend.reset_owner()) != owner:  # a reset begun or taken over since: waited for anew
             waited, owner = 0.0, seen
-        elif waited >= lease_seconds and backend.begin_reset("resetting", seen):
+        elif waited >= lease_seconds and not others_alive(backend, lease_seconds) and \
+                backend.begin_reset("resetting", seen):  # (live nodes: theirs is no reset to finish under them)
             logger.warning("A reset of crawl %r was left unfinished; finishing it", crawl)
             if backend.reset():
                 return

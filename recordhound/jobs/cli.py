@@ -41,18 +41,9 @@ def frontier_add(source: str, priority: int, kind: str, urls: tuple[str, ...]) -
 
 def _engine() -> Engine:
     from recordhound.config import StoreConfig
-    from recordhound.db.migrate import open_database
+    from recordhound.jobs.worker import open_once
 
-    from recordhound.catalog.errors import is_transient
-    from recordhound.preflight import database_unreachable
-
-    url = StoreConfig.from_settings(current_settings()).database_url
-    try:
-        return open_database(url)
-    except Exception as exc:  # down or refusing: one line, not the driver's traceback
-        if not is_transient(exc):
-            raise
-        raise database_unreachable(url, exc) from exc
+    return open_once(StoreConfig.from_settings(current_settings()).database_url)
 
 
 def describe(job: Job) -> str:
@@ -140,8 +131,8 @@ def worker_command(once: bool) -> None:
     import signal
 
     from recordhound.cli_settings import META_KEY
-    from recordhound.jobs.config import WorkerConfig
     from recordhound.config import StoreConfig
+    from recordhound.jobs.config import WorkerConfig
     from recordhound.jobs.worker import Worker, open_job_store, stop_on_signals
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -149,16 +140,16 @@ def worker_command(once: bool) -> None:
     settings = current_settings()
     config = WorkerConfig.from_settings(settings)
     stop_on_signals(signal.default_int_handler)  # a stop while the job store is down at the start: as below
+    worker: Worker | None = None
     try:
         engine = open_job_store(StoreConfig.from_settings(settings).database_url)
+        worker = Worker(engine, settings, config, list(ctx.find_root().meta.get(META_KEY, ())))
+        ran = worker.run(once)  # (its own handler from here on)
     except KeyboardInterrupt:
-        click.echo("worker: stopped before the job store answered: 0 jobs run", err=True)
+        ran = worker.ran if worker else 0
+    if worker is None:
+        click.echo(f"worker: stopped before the job store answered: {ran} jobs run", err=True)
         return
-    worker = Worker(engine, settings, config, list(ctx.find_root().meta.get(META_KEY, ())))
-    try:
-        ran = worker.run(once)
-    except KeyboardInterrupt:
-        ran = worker.ran
     click.echo(f"worker {worker.id}: {ran} jobs run", err=True)
 
 

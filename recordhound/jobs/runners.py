@@ -130,9 +130,11 @@ def _restart_if_asked(job: Job, config: WorkerConfig, beat: Beat, pages: FramePa
             pages.restart_if_asked(beat)
             return True
         except Exception as exc:
-            if not (isinstance(exc, Unavailable) or pages.backend.is_transient(exc)) or \
-                    time.monotonic() - since >= config.unavailable_seconds:
+            if not (isinstance(exc, Unavailable) or pages.backend.is_transient(exc)):
                 raise
+            if time.monotonic() - since >= config.unavailable_seconds:
+                raise JobFailed(f"the crawl's frontier stayed unreachable for its reset (job start): "
+                                f"{first_line(exc)}") from exc
             tries += 1
             delay = backoff_seconds(tries, UNAVAILABLE_CAP_SECONDS)
             logger.warning("%s: the crawl's frontier is unreachable for its reset (job start): %s; tried again in "
@@ -313,7 +315,8 @@ class FramePages:
         if not self.backend.begin_reset(status, owner):  # waits for the reset; one registered before is seen below
             raise JobFailed(f"{self.job.name}: the crawl's state changed while its reset began: `job start` again")
         if others_alive(self.backend, self.lease_seconds):  # their leases would vanish under them
-            self.backend.set_status(status)
+            # (a reset taken over, this worker's own cut by an outage or another's killed: its nodes are running)
+            self.backend.set_status("running" if status == "resetting" else status)
             raise JobFailed(f"{self.job.name}: the crawl has live nodes (another run of it goes on): stop them, "
                             f"then `job start` again")
         if not self.backend.reset():

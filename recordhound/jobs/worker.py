@@ -177,25 +177,33 @@ def stop_on_signals(handler: Any) -> None:
         signal.signal(signal.SIGHUP, handler)
 
 
-def open_job_store(url: str) -> Engine:
-    """The product DB (where jobs live), its schema migrated; while it is down the worker waits, one line
-    per try, as it does between jobs. One that answers and refuses (no such database, a wrong password, a
-    SQLite file that does not open) is a user's error: one line, the worker does not start."""
+def open_once(url: str) -> Engine:
+    """The product DB (where jobs live), its schema migrated. Down, or answering and refusing, is one
+    :class:`RecordhoundError` (``Unavailable`` for the former), not the driver's traceback."""
+    from sqlalchemy.exc import DBAPIError
+
     from recordhound.db.migrate import open_database
     from recordhound.preflight import database_unreachable
 
+    try:
+        return open_database(url)
+    except Exception as exc:  # (a schema newer than this code's is a RecordhoundError of its own: ``upgrade``)
+        if not (is_transient(exc) or url.startswith("sqlite") and isinstance(exc, DBAPIError)):
+            raise  # (a SQLite file that is no database: a DatabaseError, refused below)
+        raise database_unreachable(url, exc) from exc
+
+
+def open_job_store(url: str) -> Engine:
+    """``open_once``; while the DB is down the worker waits, one line per try, as it does between jobs. One
+    that answers and refuses (no such database, a wrong password, a SQLite file that does not open) is a
+    user's error: one line, the worker does not start."""
     attempt = 0
     while True:
         try:
-            return open_database(url)
-        except Exception as exc:
-            if not is_transient(exc):
-                raise  # (a schema newer than this code's is a RecordhoundError of its own: ``migrate.upgrade``)
-            why = database_unreachable(url, exc)
-            if not isinstance(why, Unavailable):
-                raise why from exc
+            return open_once(url)
+        except Unavailable as exc:
             attempt += 1
-            time.sleep(_unreachable(exc, attempt, "starting"))
+            time.sleep(_unreachable(exc.__cause__ or exc, attempt, "starting"))
 
 
 def _unreachable(exc: BaseException, attempt: int, doing: str) -> float:

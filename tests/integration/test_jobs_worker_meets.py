@@ -91,7 +91,8 @@ def test_a_worker_started_while_the_product_db_is_down_waits_for_it_and_one_it_r
         tmp_path: Path) -> None:
     """A worker started while its role is locked out of PostgreSQL waits (one line per try) and runs once
     the role is let in (one stopped meanwhile ends as an idle one does); a database that does not exist,
-    and one whose schema a newer recordhound migrated, are one ``error:`` line, at once. Before, all died
+    one whose schema a newer recordhound migrated, and a SQLite file that is no database, are one ``error:``
+    line, at once. Before, all died
     with a traceback from the schema migration at the worker's start (CI of 7 December 2026 met the first
     when the test above locked the role out before the worker, on a loaded machine, had started)."""
     with PostgresDatabase(own_role=True) as db:
@@ -128,6 +129,11 @@ def test_a_worker_started_while_the_product_db_is_down_waits_for_it_and_one_it_r
         said = _cli(tmp_path, newer, *args)
         assert said.returncode == 2 and said.stderr.count("\n") == 1, said.stderr[-3000:]
         assert "has schema revision 9999, newer than this recordhound's" in said.stderr, said.stderr
+    (tmp_path / "notadb.sqlite3").write_bytes(b"not a database, " * 64)  # a review found a traceback here
+    for args in (("worker", "--once"), ("job", "list")):
+        said = _cli(tmp_path, f"sqlite:///{tmp_path / 'notadb.sqlite3'}", *args)
+        assert said.returncode == 2 and said.stderr.count("\n") == 1, said.stderr[-3000:]
+        assert "file is not a database" in said.stderr, said.stderr
 
 
 def test_a_worker_stopped_while_a_person_s_stop_closes_its_crawl_does_not_force_that_close(
