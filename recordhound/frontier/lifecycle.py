@@ -44,9 +44,9 @@ class Joined:
 
 
 def join(backend: FrontierBackend, crawl: str, node_id: str, lease_seconds: float, rechecks: bool,
-         forget_slots: Callable[[str], None]) -> Joined:
+         forget_slots: Callable[[str], None], stopping: threading.Event | None = None) -> Joined:
     """Register this process as a node of ``crawl`` and return what earlier processes left leased."""
-    reset_if_completed(backend, crawl, lease_seconds, rechecks)
+    reset_if_completed(backend, crawl, lease_seconds, rechecks, stopping)
     node, token = claim_node_id(backend, node_id, lease_seconds)
     forget_slots(node)  # slots a killed process of this node id left behind
     reclaimed = backend.reclaim_node(node) + forget_dead(backend, node, lease_seconds, forget_slots)
@@ -105,15 +105,17 @@ def forget_dead(backend: FrontierBackend, me: str, lease_seconds: float, forget_
     return reclaimed
 
 
-def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: float, rechecks: bool) -> None:
+def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: float, rechecks: bool,
+                       stopping: threading.Event | None = None) -> None:
     """A completed crawl starts anew: exactly one of the nodes starting on it resets it
     (compare-and-set on its status), the others wait until the reset is done. Not one with rechecks
     scheduled (``rechecks``: the profile has a recrawl schedule): the next run fetches what is due; a
     crawl completed before its profile had one has none scheduled, and starts anew. A reset whose
     owner stays the same for ``lease_seconds`` was left unfinished: one of the nodes waiting takes it
     over (compare-and-set on its owner too) once no node of the crawl is alive, the others wait for that
-    one; a node whose own reset was taken over meanwhile (it stalled) deletes no more, and waits for it too."""
-    waited, owner = 0.0, None
+    one; a node whose own reset was taken over meanwhile (it stalled) deletes no more, and waits for it too.
+    A stop (``stopping``: SIGINT or SIGTERM) ends the wait: ``NotJoined``, nothing deleted."""
+    waited, owner, said = 0.0, None, False
     while True:
         counts = backend.counts()
         status = counts.status
@@ -131,12 +133,19 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
             return
         elif (seen := backend.reset_owner()) != owner:  # a reset begun or taken over since: waited for anew
             waited, owner = 0.0, seen
-        elif waited >= lease_seconds and not others_alive(backend, lease_seconds) and \
-                backend.begin_reset("resetting", seen):  # (live nodes: theirs is no reset to finish under them)
+        elif waited >= lease_seconds and others_alive(backend, lease_seconds):  # no reset to finish under them
+            if not said:
+                said = True
+                logger.warning("A reset of crawl %r was left unfinished while other nodes of it run: this node "
+                               "waits for them to leave", crawl)
+        elif waited >= lease_seconds and backend.begin_reset("resetting", seen):
             logger.warning("A reset of crawl %r was left unfinished; finishing it", crawl)
             if backend.reset():
                 return
-        time.sleep(RESET_WAIT_SECONDS)  # off the reactor: open() runs this in a thread
+        if stopping is not None and stopping.wait(RESET_WAIT_SECONDS):  # off the reactor: open() runs this
+            raise NotJoined("the crawl was stopped while this node waited for its reset", "shutdown")
+        if stopping is None:
+            time.sleep(RESET_WAIT_SECONDS)
         waited += RESET_WAIT_SECONDS
 
 

@@ -90,7 +90,8 @@ class Opening:
             failpoints.hit("frontier.joining")
             self._obey_crawl_delay(gate)  # first: joining forgets the slots a killed process left
             joined = lifecycle.join(backend, crawl, config.node_id, config.lease_seconds,
-                                    s.policy.recrawl.active, lambda node: gate.forget(f"{crawl}:{node}"))
+                                    s.policy.recrawl.active, lambda node: gate.forget(f"{crawl}:{node}"),
+                                    self.stopping)
             return joined, backend.counts()
 
         joined, counts = lifecycle.when_reachable(backend, register, config.retry_max_seconds,

@@ -148,7 +148,7 @@ def worker_command(once: bool) -> None:
     except KeyboardInterrupt:
         ran = worker.ran if worker else 0
     if worker is None:
-        click.echo(f"worker: stopped before the job store answered: {ran} jobs run", err=True)
+        click.echo(f"worker: stopped before it started: {ran} jobs run", err=True)
         return
     click.echo(f"worker {worker.id}: {ran} jobs run", err=True)
 

@@ -119,6 +119,13 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     return states.DONE
 
 
+def _status_under_live_nodes(backend: Any) -> str:
+    """The status to give back to a crawl with live nodes whose reset this worker took over (its own, cut
+    by an outage, or a killed worker's), the status it replaced being unknown: completed when it is
+    drained (its last node closing), else running (its nodes are crawling, or seeding it)."""
+    return "completed" if backend.counts().drained else "running"
+
+
 def _restart_if_asked(job: Job, config: WorkerConfig, beat: Beat, pages: FramePages) -> bool:
     """``pages.restart_if_asked``, waited for while the frontier is unreachable (Redis down, its file locked),
     as a crawl that cannot reach a service at its start is: with backoff, one line per try, for
@@ -315,8 +322,7 @@ class FramePages:
         if not self.backend.begin_reset(status, owner):  # waits for the reset; one registered before is seen below
             raise JobFailed(f"{self.job.name}: the crawl's state changed while its reset began: `job start` again")
         if others_alive(self.backend, self.lease_seconds):  # their leases would vanish under them
-            # (a reset taken over, this worker's own cut by an outage or another's killed: its nodes are running)
-            self.backend.set_status("running" if status == "resetting" else status)
+            self.backend.set_status(status if status != "resetting" else _status_under_live_nodes(self.backend))
             raise JobFailed(f"{self.job.name}: the crawl has live nodes (another run of it goes on): stop them, "
                             f"then `job start` again")
         if not self.backend.reset():

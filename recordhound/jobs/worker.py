@@ -26,6 +26,9 @@ from recordhound.jobs import runners, scrapyd_runs, states, store
 from recordhound.jobs.config import WorkerConfig
 
 logger = logging.getLogger(__name__)
+# SQLite's errors of a file that cannot be opened as the product DB (or is locked by another process)
+SQLITE_OPENING = ("unable to open", "file is not a database", "readonly", "database is locked", "malformed",
+                  "disk I/O error")
 OUTAGE_CAP_SECONDS = 10.0  # the longest wait between two tries of a job store (the product DB) that is down
 
 
@@ -188,8 +191,9 @@ def open_once(url: str) -> Engine:
     try:
         return open_database(url)
     except Exception as exc:  # (a schema newer than this code's is a RecordhoundError of its own: ``upgrade``)
-        if not (is_transient(exc) or url.startswith("sqlite") and isinstance(exc, DBAPIError)):
-            raise  # (a SQLite file that is no database: a DatabaseError, refused below)
+        opening = isinstance(exc, DBAPIError) and any(words in str(exc) for words in SQLITE_OPENING)
+        if not (opening if url.startswith("sqlite") else is_transient(exc)):
+            raise  # (a migration that fails on SQLite is no "cannot reach": its own error)
         raise database_unreachable(url, exc) from exc
 
 

@@ -52,10 +52,11 @@ def live_node(store: FrontierBackend) -> Iterator[subprocess.Popen[bytes]]:
         process.wait()
 
 
-def _filled(handles: Callable[[], FrontierBackend]) -> FrontierBackend:
+def _filled(handles: Callable[[], FrontierBackend], status: str = "running") -> FrontierBackend:
+    """A crawl with three pages queued (running), or drained (completed: its last node closing)."""
     store = handles()
-    store.commit(entries("/a", "/b", "/c"), [], [], seeded=True)
-    store.set_status("running")
+    store.commit(entries("/a", "/b", "/c") if status == "running" else [], [], [], seeded=True)
+    store.set_status(status)
     return store
 
 
@@ -76,9 +77,36 @@ def test_a_left_over_reset_is_not_finished_under_a_live_node(handles: Callable[[
     assert joiner.counts().queued == 0
 
 
+def test_a_node_waiting_on_a_left_over_reset_under_a_live_node_stops_when_asked(
+        handles: Callable[[], FrontierBackend]) -> None:
+    """The wait ends on the node's stop (SIGTERM: its ``stopping`` event) with nothing deleted; before, it
+    went on, then finished the reset and joined (a review found it)."""
+    store, joiner, worker = _filled(handles), handles(), handles()
+    stopping, raised = threading.Event(), []
+
+    def join() -> None:
+        try:
+            lifecycle.reset_if_completed(joiner, "demo", LEASE_SECONDS, False, stopping)
+        except lifecycle.NotJoined as exc:
+            raised.append(exc.reason)
+
+    with live_node(store):
+        assert worker.begin_reset("running")
+        joining = threading.Thread(target=join, daemon=True)
+        joining.start()
+        joining.join(LEASE_SECONDS * 2)
+        stopping.set()
+        joining.join(10)
+        assert not joining.is_alive() and raised == ["shutdown"]
+        assert joiner.counts().queued == 3
+
+
+@pytest.mark.parametrize("before", ["running", "completed"])
 def test_the_worker_s_retry_of_its_own_cut_reset_gives_a_live_crawl_back_its_status(
-        handles: Callable[[], FrontierBackend], monkeypatch: pytest.MonkeyPatch) -> None:
-    store, worker_store = _filled(handles), handles()
+        before: str, handles: Callable[[], FrontierBackend], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Running with pages queued, or completed with its last node still closing (a review found a
+    completed crawl given back as running: the next run would resume it, not start it anew)."""
+    store, worker_store = _filled(handles, before), handles()
     real, calls = nodes.others_alive, []
 
     def cut_once(backend: FrontierBackend, stale_after: float, token: str = "") -> bool:
@@ -99,4 +127,4 @@ def test_the_worker_s_retry_of_its_own_cut_reset_gives_a_live_crawl_back_its_sta
             runners._restart_if_asked(pages.job, config, lambda changes: "running", pages)
         assert len(calls) == 2  # cut once, tried again
         counts = store.counts()
-        assert (counts.status, counts.queued) == ("running", 3)
+        assert (counts.status, counts.queued) == (before, 3 if before == "running" else 0)
