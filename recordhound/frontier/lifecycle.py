@@ -116,6 +116,7 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
     one; a node whose own reset was taken over meanwhile (it stalled) deletes no more, and waits for it too.
     A stop (``stopping``: SIGINT or SIGTERM) ends the wait: ``NotJoined``, nothing deleted."""
     waited, owner, said = 0.0, None, False
+    stopping = stopping or threading.Event()  # (none given: never set, its wait a sleep)
     while True:
         counts = backend.counts()
         status = counts.status
@@ -142,10 +143,8 @@ def reset_if_completed(backend: FrontierBackend, crawl: str, lease_seconds: floa
             logger.warning("A reset of crawl %r was left unfinished; finishing it", crawl)
             if backend.reset():
                 return
-        if stopping is not None and stopping.wait(RESET_WAIT_SECONDS):  # off the reactor: open() runs this
+        if stopping.wait(RESET_WAIT_SECONDS):  # off the reactor: open() runs this in a thread
             raise NotJoined("the crawl was stopped while this node waited for its reset", "shutdown")
-        if stopping is None:
-            time.sleep(RESET_WAIT_SECONDS)
         waited += RESET_WAIT_SECONDS
 
 

@@ -147,10 +147,7 @@ def worker_command(once: bool) -> None:
         ran = worker.run(once)  # (its own handler from here on)
     except KeyboardInterrupt:
         ran = worker.ran if worker else 0
-    if worker is None:
-        click.echo(f"worker: stopped before it started: {ran} jobs run", err=True)
-        return
-    click.echo(f"worker {worker.id}: {ran} jobs run", err=True)
+    click.echo(f"worker {worker.id if worker else '(stopped before it started)'}: {ran} jobs run", err=True)
 
 
 def register(main: click.Group) -> None:

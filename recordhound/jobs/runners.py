@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import BaseSettings
 
@@ -25,6 +25,9 @@ from recordhound.jobs.config import WorkerConfig
 from recordhound.jobs.store import Job
 from recordhound.preflight import safe_url
 from recordhound.sources import load_profile
+
+if TYPE_CHECKING:
+    from recordhound.frontier.backend import FrontierBackend
 
 logger = logging.getLogger(__name__)
 Beat = Callable[[dict[str, Any]], str]  # progress changes → the job's status now
@@ -92,7 +95,7 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     os.makedirs(LOG_DIR, exist_ok=True)
     pages = FramePages(job, settings)
     try:
-        if not _restart_if_asked(job, config, beat, pages):
+        if not _reset_when_reachable(job, config, beat, pages):
             return states.STOPPED
         tries, since = 0, time.monotonic()
         while True:
@@ -101,10 +104,8 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
             if ended != Unavailable.EXIT_CODE or time.monotonic() - since >= config.unavailable_seconds:
                 break  # (RECORDHOUND_WORKER_UNAVAILABLE_SECONDS): the job fails with the crawl's error
             tries += 1
-            delay = backoff_seconds(tries, UNAVAILABLE_CAP_SECONDS)
-            logger.warning("%s: its crawl could not reach a service: %s; started again in %.1f s", job.name,
-                           _said(job, logged) or f"see {_log_path(job)}", delay)
-            if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
+            said = _said(job, logged) or f"see {_log_path(job)}"
+            if _backed_off(job, config, beat, tries, f"its crawl could not reach a service: {said}") == states.STOPPING:
                 return states.STOPPED
         if (how := _stopped_from_outside(ended, job, overrides)) and (left := pages.unfinished(ended >= 0)):
             raise JobFailed(f"the crawl was stopped from outside the worker ({how}) with {left}; `job resume` goes "
@@ -119,14 +120,22 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
     return states.DONE
 
 
-def _status_under_live_nodes(backend: Any) -> str:
+def _status_under_live_nodes(backend: FrontierBackend) -> str:
     """The status to give back to a crawl with live nodes whose reset this worker took over (its own, cut
     by an outage, or a killed worker's), the status it replaced being unknown: completed when it is
     drained (its last node closing), else running (its nodes are crawling, or seeding it)."""
     return "completed" if backend.counts().drained else "running"
 
 
-def _restart_if_asked(job: Job, config: WorkerConfig, beat: Beat, pages: FramePages) -> bool:
+def _backed_off(job: Job, config: WorkerConfig, beat: Beat, tries: int, why: str) -> str:
+    """One wait of a run that waits out a service it cannot reach: says why in one line, waits the
+    backoff of its ``tries`` (the job's heartbeat written meanwhile); the job's status after it."""
+    delay = backoff_seconds(tries, UNAVAILABLE_CAP_SECONDS)
+    logger.warning("%s: %s; tried again in %.1f s", job.name, why, delay)
+    return _wait(delay, config.poll_seconds, beat)
+
+
+def _reset_when_reachable(job: Job, config: WorkerConfig, beat: Beat, pages: FramePages) -> bool:
     """``pages.restart_if_asked``, waited for while the frontier is unreachable (Redis down, its file locked),
     as a crawl that cannot reach a service at its start is: with backoff, one line per try, for
     ``RECORDHOUND_WORKER_UNAVAILABLE_SECONDS``. A reset that an outage cut in two is taken over by the next
@@ -143,10 +152,8 @@ def _restart_if_asked(job: Job, config: WorkerConfig, beat: Beat, pages: FramePa
                 raise JobFailed(f"the crawl's frontier stayed unreachable for its reset (job start): "
                                 f"{first_line(exc)}") from exc
             tries += 1
-            delay = backoff_seconds(tries, UNAVAILABLE_CAP_SECONDS)
-            logger.warning("%s: the crawl's frontier is unreachable for its reset (job start): %s; tried again in "
-                           "%.1f s", job.name, first_line(exc), delay)
-            if _wait(delay, config.poll_seconds, beat) == states.STOPPING:
+            why = f"the crawl's frontier is unreachable for its reset (job start): {first_line(exc)}"
+            if _backed_off(job, config, beat, tries, why) == states.STOPPING:
                 return False
 
 
@@ -344,9 +351,9 @@ class FramePages:
             return ""
         if counts.status == "completed":  # (rechecks come due since are the next run's work)
             return ""
-        if not counts.seeded and not unseeded_fails:
-            return ""
         if not counts.seeded:  # the crawl did not start, or the worker and it do not share the frontier
+            if not unseeded_fails:
+                return ""
             raise JobFailed(f"the crawl never queued its start requests: it failed as it started (see its log), or "
                             f"this worker does not see its frontier ({self.where})")
         left = counts.queued + counts.leased_total  # (rechecks come due meanwhile, ``due``: the next run's work)

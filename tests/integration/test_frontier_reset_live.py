@@ -124,7 +124,7 @@ def test_the_worker_s_retry_of_its_own_cut_reset_gives_a_live_crawl_back_its_sta
     config: Any = SimpleNamespace(unavailable_seconds=30.0, poll_seconds=0.05)
     with live_node(store):
         with pytest.raises(runners.JobFailed, match="the crawl has live nodes"):
-            runners._restart_if_asked(pages.job, config, lambda changes: "running", pages)
+            runners._reset_when_reachable(pages.job, config, lambda changes: "running", pages)
         assert len(calls) == 2  # cut once, tried again
         counts = store.counts()
         assert (counts.status, counts.queued) == (before, 3 if before == "running" else 0)
