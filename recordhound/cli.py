@@ -26,7 +26,24 @@ if TYPE_CHECKING:
 _debug = {"traceback": False}
 
 
-@click.group()
+class Commands(click.Group):
+    """recordhound's commands: a product database or Redis a command could not reach (or lost) is one
+    :class:`RecordhoundError` (``preflight.unreachable``), said by ``run`` in one line, not the driver's
+    traceback. Caught here, where the command line's ``-s`` settings are still known."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            from recordhound.preflight import unreachable
+
+            said = unreachable(exc, current_settings())
+            if said is None:
+                raise
+            raise said from exc
+
+
+@click.group(cls=Commands)
 @click.option("--debug", is_flag=True, help="on an error, show the traceback too")
 def main(debug: bool) -> None:
     """recordhound: crash-safe catalog crawls into a reviewed product database."""

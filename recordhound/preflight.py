@@ -115,6 +115,25 @@ def database_unreachable(url: str, exc: BaseException) -> RecordhoundError:
         f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {first_line(exc)}; {advice}")
 
 
+def unreachable(exc: BaseException, settings: BaseSettings) -> RecordhoundError | None:
+    """``exc`` as the one line a command says when it could not reach the product database or Redis, or
+    lost its connection (``database_unreachable``, ``redis_unreachable``); None for any other error (a bug
+    keeps its traceback). A client module a command never imported cannot have raised: it is looked up,
+    not imported. A recordhound error that wraps a lost Redis (the review queue's) is said the same way."""
+    import sys
+
+    from recordhound.config import database_url, redis_url
+
+    orm = sys.modules.get("sqlalchemy.exc")
+    if orm is not None and isinstance(exc, orm.DBAPIError) and (exc.statement is None or exc.connection_invalidated):
+        return database_unreachable(database_url(settings), exc)  # (no statement: it failed to connect)
+    redis = sys.modules.get("redis")
+    met = exc.__cause__ if isinstance(exc, RecordhoundError) and not isinstance(exc, Unavailable) else exc
+    if redis is not None and isinstance(met, (redis.ConnectionError, redis.TimeoutError)):
+        return redis_unreachable(redis_url(settings), met)
+    return None
+
+
 def _stored_revision_by_sqlalchemy(url: str) -> str | None:
     from sqlalchemy.exc import SQLAlchemyError
 

@@ -12,7 +12,7 @@ from recordhound.db import pg_connect_args
 
 # One writer at a time per database keeps IDs consecutive without ON CONFLICT
 # (which burns a sequence value per conflicting row in PostgreSQL).
-_PG_WRITE_LOCK = 0x72686F756E64  # "rhound"
+PG_WRITE_LOCK = 0x72686F756E64  # "rhound"
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -40,7 +40,7 @@ def _sqlite_begin_immediate(conn: Connection) -> None:
 def lock_for_writing(conn: Connection) -> None:
     """Serialize writers for the rest of this transaction (SQLite already is)."""
     if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_WRITE_LOCK})
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK})
 
 
 @contextmanager

@@ -86,6 +86,7 @@ class FrontierScheduler:
         scheduler = cls(crawler, FrontierConfig.from_settings(crawler.settings), dupefilter)
         scheduler.engine_signals.connect(crawler)  # Scrapy keeps weak references: the scheduler holds it
         scheduler.opening.connect(crawler)
+        scheduler.suspects.connect(crawler)
         return scheduler
 
     # --- lifecycle --------------------------------------------------------------------

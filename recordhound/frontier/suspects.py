@@ -31,6 +31,7 @@ from recordhound.frontier.registry import FRONTIER_ID, STAT
 
 if TYPE_CHECKING:
     from scrapy import Request
+    from scrapy.crawler import Crawler
 
     from recordhound.frontier.backend import Lease
     from recordhound.frontier.scheduler import FrontierScheduler
@@ -43,6 +44,7 @@ class Suspects:
     def __init__(self, scheduler: FrontierScheduler) -> None:
         self.s = scheduler
         self.trying: Lease | None = None
+        self.store_opening = False  # the product store has not opened yet: no suspect is tried (``held_back``)
         self._rescan_at = 0.0  # a fresh-only lease came back short: not again before then (monotonic)
 
     def fresh_only(self) -> bool | None:
@@ -60,9 +62,25 @@ class Suspects:
         """This node put pages in the queue (new, retried, given back): a fresh-only lease may find them."""
         self._rescan_at = 0.0
 
+    def connect(self, crawler: Crawler) -> None:
+        crawler.signals.connect(self._store_opening, signal=signals.store_opening)
+        crawler.signals.connect(self._store_opened, signal=signals.store_opened)
+
+    def _store_opening(self) -> None:
+        self.store_opening = True
+
+    def _store_opened(self) -> None:
+        """A try now lasts as long as its page's own work: its items are stored at once, not after the
+        writer's start (before, kills that landed while a node started were each counted against the one
+        suspect it was trying, and a few in a row failed a good page)."""
+        self.store_opening = False
+        if self.s.book.suspects:
+            engine_access.wake(self.s.crawler)
+
     def held_back(self) -> set[int]:
-        """The requests in hand the gate must not hand out now: every suspect while one is tried."""
-        return self.s.book.suspects if self.trying is not None else _NONE
+        """The requests in hand the gate must not hand out now: every suspect while one is tried, or
+        while the product store opens."""
+        return self.s.book.suspects if self.trying is not None or self.store_opening else _NONE
 
     def start(self, request: Request) -> bool:
         """``request``, just taken from the hand, goes to the engine: a suspect is tried alone, the

@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 
 from recordhound.backoff import backoff_seconds
 from recordhound.catalog.errors import is_transient
+from recordhound import failpoints
 from recordhound.exceptions import RecordhoundError, Unavailable, first_line
 from recordhound.jobs import runners, scrapyd_runs, states, store
 from recordhound.jobs.config import WorkerConfig
@@ -52,6 +53,7 @@ class Worker:
         self.engine, self.settings, self.config, self.overrides = engine, settings, config, overrides
         self.id = store.worker_id()
         self.stopping = False
+        self.recording = False  # the run's end is being recorded: a stop waits for it (``_stop``)
         self.ran = 0
 
     def run(self, once: bool = False) -> int:
@@ -83,7 +85,8 @@ class Worker:
 
     def _stop(self, _signum: int, _frame: Any) -> None:
         self.stopping = True
-        raise KeyboardInterrupt  # out of a running job: its run returns the job to the queue
+        if not self.recording:  # (recording a run's end: it ends first, then the worker stops)
+            raise KeyboardInterrupt  # out of a running job: its run returns the job to the queue
 
     def run_job(self, job: store.Job) -> None:
         if job.doc.get("taken_over"):
@@ -143,41 +146,52 @@ class Worker:
         return runners.run_crawl(job, self.settings, self.config, beat, self.overrides)
 
     def _end(self, job: store.Job, status: str, error: str | None, unwritten: dict[str, Any]) -> None:
-        """Record how the run ended. A scheduled job (``every_hours``) comes due again after a run that
-        ended done or failed (one failed run does not end its schedule). The job store down: tried again
-        until it is back, unless the worker is stopping (then the next worker takes the job over)."""
-        every = (job.doc.get("schedule") or {}).get("every_hours")
-        now = time.time()
-        changes: dict[str, Any] = {**unwritten, "finished_at": now, "pid": None,
-                                   "next_run_at": now + float(every) * 3600 if every and status in states.RUN_ENDS
-                                   else None}
-        if error is not None:
-            changes["last_error"] = error
+        """Record how the run ended; a stop that comes meanwhile takes effect once it is recorded (before,
+        a SIGTERM here left a finished run ``running``, for a worker to take over and run again). A
+        scheduled job (``every_hours``) comes due again after a run that ended done or failed (one failed
+        run does not end its schedule). The job store down: tried again until it is back, unless the
+        worker is stopping (then the next worker takes the job over)."""
+        self.recording = True
+        try:
+            failpoints.hit("jobs.run_ended")
+            every = (job.doc.get("schedule") or {}).get("every_hours")
+            now = time.time()
+            changes: dict[str, Any] = {**unwritten, "finished_at": now, "pid": None, "next_run_at": now + float(
+                every) * 3600 if every and status in states.RUN_ENDS else None}
+            if error is not None:
+                changes["last_error"] = error
+            status = self._record_end(job, status, changes)
+        finally:
+            self.recording = False
+        logger.info("%s: %s%s", job.name, status, f" ({error})" if error else "")
+
+    def _record_end(self, job: store.Job, status: str, changes: dict[str, Any]) -> str:
+        """The job's status once its run's end is recorded (a person's stop may have changed it)."""
         down = 0
         while True:
             try:
-                status = store.end_run(self.engine, job.id, self.id, status, changes).status
-                break
+                return store.end_run(self.engine, job.id, self.id, status, changes).status
             except store.JobError as exc:
                 logger.warning("%s: %s", job.name, exc)
-                break
+                return status
             except Exception as exc:
                 if not is_transient(exc):
                     raise
                 if self.stopping:
                     logger.warning("%s ended %s, not recorded (the job store is unreachable: %s): the next worker "
                                    "takes it over", job.name, status, first_line(exc))
-                    break
+                    return status
                 down += 1
                 time.sleep(_unreachable(exc, down, f"{job.name} ended {status}"))
-        logger.info("%s: %s%s", job.name, status, f" ({error})" if error else "")
 
 
 def stop_on_signals(handler: Any) -> None:
-    """SIGTERM, and SIGHUP unless the worker runs under nohup, call ``handler`` (SIGINT: Python's own)."""
+    """SIGTERM, and SIGINT and SIGHUP unless they are ignored (a background job's SIGINT, nohup's SIGHUP),
+    call ``handler``."""
     signal.signal(signal.SIGTERM, handler)
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # not under nohup
-        signal.signal(signal.SIGHUP, handler)
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, handler)
 
 
 def open_once(url: str) -> Engine:

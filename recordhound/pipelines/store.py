@@ -96,6 +96,7 @@ class StorePipeline:
         self.writer = early or WriterProcess(self.config, self.review, self.trusted)
         if early is None:
             self.writer.start()  # its interpreter starts beside the crawl's first fetches; the crawl does not wait
+        self.crawler.signals.send_catch_log(signals.store_opening)  # no suspect is tried until it has opened
         self._opening = asyncio.ensure_future(self._open_source(profile))
         self._opening.add_done_callback(self._opened)
         pause = pauses(self.crawler)
@@ -136,6 +137,7 @@ class StorePipeline:
             return
         if (exc := opening.exception()) is None:
             self.source_id = opening.result()
+            self.crawler.signals.send_catch_log(signals.store_opened)
             return
         why = f"product store: {reason(exc)}"
         logger.error("The product database could not be opened for this crawl (%s): stopping; the pages "

@@ -35,6 +35,7 @@ from tests.services import PostgresDatabase, redis_url, unique_prefix
 
 NAMES = ["Outage Artist A", "Outage Artist B", "Outage Artist C"]
 RETRY_LOGGED = "applying them again in"  # the worker's warning while the database is away
+FOLLOWING = "applying the decisions of"  # the worker's line once it has started
 
 
 @pytest.fixture
@@ -101,7 +102,8 @@ def test_a_following_worker_waits_out_an_outage_before_its_write(outage_db: tupl
     entry_ids = _queue_names(env)
     worker, log = _apply(env, tmp_path, "--follow")
     try:
-        _wait_for(lambda: _other_sessions(env) > 0, "the worker did not open the database", log)
+        _wait_for(lambda: _other_sessions(env) > 0 and FOLLOWING in log.read_text(),  # (an outage during its
+                  "the worker did not open the database", log)  # start is another test's: one line, exit 75)
         database.lock_out()
         for entry_id in entry_ids:
             env.queue.decide(entry_id, "approve")

@@ -99,6 +99,39 @@ def test_a_worker_killed_mid_import_is_taken_over_and_the_import_resumes_at_the_
     assert_ids_consecutive(database)
 
 
+def test_a_stop_that_comes_while_a_run_s_end_is_recorded_waits_for_it(tmp_path: Path, database: str) -> None:
+    """The worker's import has run to its end and the worker freezes right before recording it (crash point
+    ``jobs.run_ended``, SIGSTOP); a SIGTERM comes meanwhile (delivered as it continues). The end is recorded,
+    then the worker stops: the job is done, not left running for the next worker to take over and run
+    again (before, the stop raised inside the recording and the job stayed ``running``)."""
+    feed = _export(tmp_path, database)
+    assert _cli(tmp_path, database, "job", "import", "demo_feed", "--file", str(feed)).returncode == 0
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
+    worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
+                              env=_env(database, "jobs.run_ended=stop"), stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 120
+        while not _frozen(worker.pid):
+            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+            time.sleep(0.05)
+        os.kill(worker.pid, signal.SIGTERM)  # pending while it is stopped
+        os.kill(worker.pid, signal.SIGCONT)
+        assert worker.wait(60) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        log.close()
+    said = (tmp_path / "worker.log").read_text()
+    assert "1 jobs run" in said and "Traceback" not in said, said[-3000:]
+    [job] = _jobs(tmp_path, database)
+    assert (job["status"], job["attempts"], job["last_error"]) == ("done", 1, None), job
+    truth = build_truth(Catalog(RELEASES, seed=SEED))
+    assert job["progress"]["done"] == job["progress"]["total"] == len(truth["offers"])
+    assert_product_db_matches(database, truth)
+    assert_ids_consecutive(database)
+
+
 def test_stop_and_resume_a_queued_job_and_one_line_errors(tmp_path: Path, database: str) -> None:
     feed = _export(tmp_path, database)
     assert _cli(tmp_path, database, "job", "import", "demo_feed", "--file", str(feed)).returncode == 0

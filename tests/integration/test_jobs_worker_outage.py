@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
+from recordhound.db.engine import PG_WRITE_LOCK
 from recordhound.demo.process import ShopProcess
 from recordhound.frontier.factory import make_backend
 from tests.integration.crawlers import children_of, kill_group_if_running, wait_for_pages
@@ -192,22 +194,35 @@ def _node(tmp_path: Path, database_url: str, base_url: str) -> subprocess.Popen[
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
 
 
-def _freeze_between_writes(tmp_path: Path, node: subprocess.Popen[str]) -> None:
-    """SIGSTOP to the node (and its writer), at a moment it holds no write lock on the frontier file."""
+def _freeze_between_writes(tmp_path: Path, node: subprocess.Popen[str], database_url: str) -> None:
+    """SIGSTOP to the node (and its writer), at a moment it holds no write lock on the frontier file and
+    its writer none on the product DB (the worker's claim takes that lock too: a node frozen mid-batch
+    held it for as long as the test waited)."""
     conn = sqlite3.connect(_frontier_file(tmp_path), isolation_level=None, timeout=0.2)
+    product = create_engine(database_url, poolclass=NullPool)
     try:
         for _ in range(100):
             os.killpg(node.pid, signal.SIGSTOP)
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute("ROLLBACK")
-                return
+                if _product_db_write_lock_free(product):
+                    return
             except sqlite3.OperationalError:  # frozen mid-write: again
-                os.killpg(node.pid, signal.SIGCONT)
-                time.sleep(0.1)
+                pass
+            os.killpg(node.pid, signal.SIGCONT)
+            time.sleep(0.1)
     finally:
         conn.close()
-    raise AssertionError("the node never left the frontier's write lock")
+        product.dispose()
+    raise AssertionError("the node never left the frontier's and the product DB's write locks")
+
+
+def _product_db_write_lock_free(product: Engine) -> bool:
+    with product.connect() as db:
+        taken = bool(db.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK}).scalar())
+        db.rollback()
+    return taken
 
 
 def _frontier_state(tmp_path: Path) -> dict[str, Any]:
@@ -230,7 +245,7 @@ def test_job_start_of_a_crawl_with_a_live_node_is_refused_and_resets_nothing(tmp
         node = _node(tmp_path, db.url, shop.url)
         try:
             wait_for_pages(shop, 40)
-            _freeze_between_writes(tmp_path, node)
+            _freeze_between_writes(tmp_path, node, db.url)
             before = _frontier_state(tmp_path)
             ran = _cli(tmp_path, db.url, "worker", "--once", *TRUSTED)
             assert ran.returncode == 0, ran.stderr[-3000:]

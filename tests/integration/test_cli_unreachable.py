@@ -1,0 +1,75 @@
+"""Every `recordhound` command that meets a product database or a Redis it cannot reach says so in one
+`error:` line and exits 75 (EX_TEMPFAIL: the same command is worth running again); one that answers and
+refuses (no such database, a SQLite file that cannot be opened) is one line and exit 2. Before, `db upgrade`,
+`alerts`, `apply`, `admin`, `metrics`, `import` and the `frontier` commands on Redis printed the driver's
+traceback (exit 1), and `review list` on an unreachable Redis exited 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.services import PG_ADMIN_URL, crawl_env
+
+PG_DOWN = "postgresql+psycopg://nobody@127.0.0.1:1/catalog"  # nothing listens on port 1
+REDIS_DOWN = "redis://127.0.0.1:1/0"
+_NO_DB = make_url(PG_ADMIN_URL).set(database="recordhound_no_such_database").render_as_string(hide_password=False)
+
+PRODUCT_DB_COMMANDS = {
+    "db upgrade": ["db", "upgrade"],
+    "alerts list": ["alerts", "list"],
+    "alerts deliveries": ["alerts", "deliveries"],
+    "alerts send": ["alerts", "send"],
+    "apply": ["apply"],
+    "admin create-user": ["admin", "create-user", "someone"],
+    "admin": ["admin", "--port", "0"],
+    "metrics": ["metrics", "--port", "0"],
+    "import": ["import", "demo_feed"],
+    "job list": ["job", "list"],
+}
+REDIS_COMMANDS = {
+    "frontier status": ["frontier", "status"],
+    "frontier failed": ["frontier", "failed"],
+    "frontier verify": ["frontier", "verify"],
+    "review list": ["review", "list"],
+    "apply": ["apply"],
+}
+
+
+def _run(tmp_path: Path, args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    values = {"DATABASE_URL": f"sqlite:///{tmp_path / 'catalog.sqlite3'}", "REDIS_URL": "", **env}
+    return subprocess.run([sys.executable, "-m", "recordhound", *args], cwd=tmp_path, env=crawl_env(**values),
+                          input="a-password-of-some-length\n", capture_output=True, text=True, timeout=60)
+
+
+def _one_error_line(result: subprocess.CompletedProcess[str], code: int, starts: str) -> None:
+    output = result.stdout + result.stderr
+    assert result.returncode == code and "Traceback" not in output, output[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(starts), output[-3000:]
+    assert result.stderr.rstrip().endswith(errors[0]), output[-3000:]
+
+
+@pytest.mark.parametrize("command", sorted(PRODUCT_DB_COMMANDS))
+def test_a_product_database_that_does_not_answer_is_one_line_and_exit_75(command: str, tmp_path: Path) -> None:
+    result = _run(tmp_path, PRODUCT_DB_COMMANDS[command], DATABASE_URL=PG_DOWN)
+    _one_error_line(result, 75, f"error: cannot reach the product database at DATABASE_URL={PG_DOWN}: ")
+
+
+@pytest.mark.parametrize("command", sorted(REDIS_COMMANDS))
+def test_a_redis_that_does_not_answer_is_one_line_and_exit_75(command: str, tmp_path: Path) -> None:
+    result = _run(tmp_path, REDIS_COMMANDS[command], REDIS_URL=REDIS_DOWN)
+    _one_error_line(result, 75, f"error: cannot reach Redis at REDIS_URL={REDIS_DOWN}: ")
+
+
+@pytest.mark.parametrize("command", ["db upgrade", "alerts list", "admin create-user"])
+@pytest.mark.parametrize("database", ["postgresql, no such database", "sqlite, no such folder"])
+def test_a_product_database_that_refuses_is_one_line_and_exit_2(command: str, database: str, tmp_path: Path) -> None:
+    url = _NO_DB if database.startswith("postgresql") else "sqlite:////proc/1/no-such-folder/catalog.sqlite3"
+    result = _run(tmp_path, PRODUCT_DB_COMMANDS[command], DATABASE_URL=url)
+    _one_error_line(result, 2, "error: cannot reach the product database at DATABASE_URL=")
+    assert "recordhound_no_such_database" in result.stderr or "no-such-folder" in result.stderr
