@@ -37,7 +37,10 @@ class Commands(click.Group):
         except Exception as exc:
             from recordhound.preflight import unreachable
 
-            said = unreachable(exc, current_settings())
+            try:
+                said = unreachable(exc, current_settings)
+            except Exception:  # noqa: BLE001 - the settings cannot be read now: the command's own error stands
+                said = None
             if said is None:
                 raise
             raise said from exc

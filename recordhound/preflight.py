@@ -5,6 +5,7 @@ exits 1 instead of the engine's tracebacks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig, follow_enabled, non_negative_float
@@ -81,8 +82,9 @@ def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
 
     refused = isinstance(exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError)) or (
         isinstance(exc, redis.ResponseError) and not transient(exc))  # an error reply: busy, loading... waits
+    advice = "check the user, password and database index in REDIS_URL" if refused else "start Redis"
     return (RecordhoundError if refused else Unavailable)(
-        f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; start Redis or unset REDIS_URL to use the "
+        f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; {advice}, or unset REDIS_URL to use the "
         f"embedded frontier")
 
 
@@ -115,23 +117,36 @@ def database_unreachable(url: str, exc: BaseException) -> RecordhoundError:
         f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {first_line(exc)}; {advice}")
 
 
-def unreachable(exc: BaseException, settings: BaseSettings) -> RecordhoundError | None:
+def unreachable(exc: BaseException, settings: Callable[[], BaseSettings]) -> RecordhoundError | None:
     """``exc`` as the one line a command says when it could not reach the product database or Redis, or
-    lost its connection (``database_unreachable``, ``redis_unreachable``); None for any other error (a bug
-    keeps its traceback). A client module a command never imported cannot have raised: it is looked up,
-    not imported. A recordhound error that wraps a lost Redis (the review queue's) is said the same way."""
+    lost its connection (``database_unreachable``, ``redis_unreachable``); None for any other error (a bug,
+    a constraint, a conflict: it keeps its traceback). A client module a command never imported cannot have
+    raised: it is looked up, not imported. A recordhound error that wraps a lost Redis (the review queue's)
+    is said the same way. ``settings`` is read only for an error that is one of these."""
     import sys
 
     from recordhound.config import database_url, redis_url
 
     orm = sys.modules.get("sqlalchemy.exc")
-    if orm is not None and isinstance(exc, orm.DBAPIError) and (exc.statement is None or exc.connection_invalidated):
-        return database_unreachable(database_url(settings), exc)  # (no statement: it failed to connect)
+    if orm is not None and _lost_database(exc, orm):
+        return database_unreachable(database_url(settings()), exc)
     redis = sys.modules.get("redis")
     met = exc.__cause__ if isinstance(exc, RecordhoundError) and not isinstance(exc, Unavailable) else exc
-    if redis is not None and isinstance(met, (redis.ConnectionError, redis.TimeoutError)):
-        return redis_unreachable(redis_url(settings), met)
+    if redis is not None and isinstance(met, (redis.ConnectionError, redis.TimeoutError,
+                                              redis.exceptions.RedisClusterException)):
+        return redis_unreachable(redis_url(settings()), met)  # (a cluster none of whose nodes answers too)
     return None
+
+
+def _lost_database(exc: BaseException, orm: Any) -> bool:
+    """A driver's operational or interface error raised while connecting (no statement: SQLAlchemy also
+    raises so at BEGIN and COMMIT), or one that lost its connection; not a conflict a transaction met
+    (SQLSTATE class 40: a serialization failure, a deadlock), not a constraint or a bad statement."""
+    if not isinstance(exc, (orm.OperationalError, orm.InterfaceError)):
+        return False
+    if str(getattr(exc.orig, "sqlstate", None) or "").startswith("40"):
+        return False
+    return exc.statement is None or bool(exc.connection_invalidated)
 
 
 def _stored_revision_by_sqlalchemy(url: str) -> str | None:

@@ -53,7 +53,7 @@ class Worker:
         self.engine, self.settings, self.config, self.overrides = engine, settings, config, overrides
         self.id = store.worker_id()
         self.stopping = False
-        self.recording = False  # the run's end is being recorded: a stop waits for it (``_stop``)
+        self.recording = False  # the run's end is being recorded: a first stop waits for it (``_stop``)
         self.ran = 0
 
     def run(self, once: bool = False) -> int:
@@ -84,9 +84,14 @@ class Worker:
         return self.ran
 
     def _stop(self, _signum: int, _frame: Any) -> None:
+        """Out of a running job (its run returns the job to the queue). While a run's end is recorded, the
+        first stop waits for it (then the worker stops); a second one does not (the store may hold the
+        recording for long: its write lock, an outage), and the next worker takes the job over."""
+        if self.recording and not self.stopping:
+            self.stopping = True
+            return
         self.stopping = True
-        if not self.recording:  # (recording a run's end: it ends first, then the worker stops)
-            raise KeyboardInterrupt  # out of a running job: its run returns the job to the queue
+        raise KeyboardInterrupt
 
     def run_job(self, job: store.Job) -> None:
         if job.doc.get("taken_over"):

@@ -11,13 +11,22 @@ import sys
 from pathlib import Path
 
 import pytest
+from scrapy.settings import Settings
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.pool import NullPool
 
-from tests.services import PG_ADMIN_URL, crawl_env
+from recordhound.exceptions import Unavailable
+from recordhound.preflight import unreachable
+from tests.services import PG_ADMIN_URL, REDIS_URL, PostgresDatabase, crawl_env
 
 PG_DOWN = "postgresql+psycopg://nobody@127.0.0.1:1/catalog"  # nothing listens on port 1
 REDIS_DOWN = "redis://127.0.0.1:1/0"
+CLUSTER_DOWN = "redis+cluster://127.0.0.1:1/0"
 _NO_DB = make_url(PG_ADMIN_URL).set(database="recordhound_no_such_database").render_as_string(hide_password=False)
+_WRONG_USER = make_url(REDIS_URL).set(username="recordhound-no-such-user", password="wrong").render_as_string(
+    hide_password=False)
 
 PRODUCT_DB_COMMANDS = {
     "db upgrade": ["db", "upgrade"],
@@ -61,9 +70,39 @@ def test_a_product_database_that_does_not_answer_is_one_line_and_exit_75(command
 
 
 @pytest.mark.parametrize("command", sorted(REDIS_COMMANDS))
-def test_a_redis_that_does_not_answer_is_one_line_and_exit_75(command: str, tmp_path: Path) -> None:
-    result = _run(tmp_path, REDIS_COMMANDS[command], REDIS_URL=REDIS_DOWN)
-    _one_error_line(result, 75, f"error: cannot reach Redis at REDIS_URL={REDIS_DOWN}: ")
+@pytest.mark.parametrize("url", [REDIS_DOWN, CLUSTER_DOWN])
+def test_a_redis_that_does_not_answer_is_one_line_and_exit_75(command: str, url: str, tmp_path: Path) -> None:
+    result = _run(tmp_path, REDIS_COMMANDS[command], REDIS_URL=url)
+    _one_error_line(result, 75, f"error: cannot reach Redis at REDIS_URL={url}: ")
+
+
+@pytest.mark.parametrize("command", ["frontier status", "review list"])
+def test_a_redis_that_refuses_is_one_line_and_exit_2_saying_what_to_check(command: str, tmp_path: Path) -> None:
+    result = _run(tmp_path, REDIS_COMMANDS[command], REDIS_URL=_WRONG_USER)
+    _one_error_line(result, 2, "error: cannot reach Redis at REDIS_URL=")
+    assert "check the user, password and database index in REDIS_URL" in result.stderr, result.stderr
+
+
+def test_a_database_error_that_is_no_lost_connection_keeps_its_traceback(tmp_path: Path) -> None:
+    """SQLAlchemy raises a commit's error without a statement too, as it does a connection's: a constraint
+    that fails at COMMIT (a deferred foreign key, on a real PostgreSQL) is not "cannot reach"; a refused
+    connection to the same server's port 1 is."""
+    with PostgresDatabase() as database:
+        engine = create_engine(database.url, poolclass=NullPool)
+        try:
+            with engine.begin() as conn:
+                conn.execute(text("CREATE TABLE parent (id int PRIMARY KEY)"))
+                conn.execute(text("CREATE TABLE child (parent_id int REFERENCES parent DEFERRABLE INITIALLY DEFERRED)"))
+            with pytest.raises(IntegrityError) as failed, engine.begin() as conn:
+                conn.execute(text("INSERT INTO child VALUES (1)"))  # fails at COMMIT
+        finally:
+            engine.dispose()
+        assert failed.value.statement is None
+        assert unreachable(failed.value, lambda: Settings({"RECORDHOUND_DATABASE_URL": database.url})) is None
+        with pytest.raises(OperationalError) as refused:
+            create_engine(PG_DOWN, poolclass=NullPool).connect()
+    said = unreachable(refused.value, lambda: Settings({"RECORDHOUND_DATABASE_URL": PG_DOWN}))
+    assert isinstance(said, Unavailable) and str(said).startswith(f"cannot reach the product database at DATABASE_URL={PG_DOWN}")
 
 
 @pytest.mark.parametrize("command", ["db upgrade", "alerts list", "admin create-user"])

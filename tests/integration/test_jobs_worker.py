@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
+from recordhound.db.engine import PG_WRITE_LOCK
 from recordhound.demo.catalog import Catalog
 from recordhound.demo.process import ShopProcess
 from recordhound.demo.truth import build_truth
@@ -130,6 +133,39 @@ def test_a_stop_that_comes_while_a_run_s_end_is_recorded_waits_for_it(tmp_path: 
     assert job["progress"]["done"] == job["progress"]["total"] == len(truth["offers"])
     assert_product_db_matches(database, truth)
     assert_ids_consecutive(database)
+
+
+def test_a_second_stop_ends_a_worker_whose_run_s_end_waits_for_the_write_lock(tmp_path: Path, database: str) -> None:
+    """As above, with another session holding the product DB's write lock (a long batch, a stalled node's
+    writer), so that the recording waits: the first SIGTERM waits for it, a second one ends the worker at
+    once; the job is left to be taken over (before the review's fix, no stop ended the wait)."""
+    feed = _export(tmp_path, database)
+    assert _cli(tmp_path, database, "job", "import", "demo_feed", "--file", str(feed)).returncode == 0
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
+    worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
+                              env=_env(database, "jobs.run_ended=stop"), stdout=log, stderr=log)
+    holder = create_engine(database, poolclass=NullPool).connect()
+    try:
+        deadline = time.monotonic() + 120
+        while not _frozen(worker.pid):
+            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+            time.sleep(0.05)
+        holder.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK})
+        os.kill(worker.pid, signal.SIGTERM)
+        os.kill(worker.pid, signal.SIGCONT)
+        with pytest.raises(subprocess.TimeoutExpired):
+            worker.wait(3)  # the first stop waits for the recording, which waits for the lock
+        os.kill(worker.pid, signal.SIGTERM)
+        assert worker.wait(30) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    finally:
+        holder.rollback()
+        holder.close()
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        log.close()
+    [job] = _jobs(tmp_path, database)
+    assert (job["status"], job["attempts"]) == ("running", 1), job  # the next worker takes it over
 
 
 def test_stop_and_resume_a_queued_job_and_one_line_errors(tmp_path: Path, database: str) -> None:
