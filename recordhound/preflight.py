@@ -22,6 +22,10 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 # (libpq gives no error code for a failed connection: its message, in the server's lc_messages, is matched.)
 PG_REFUSALS = ("authentication failed", "does not exist", "no password supplied", "pg_hba.conf",
                "does not support SSL", "permission denied for database")  # (the last: CONNECT revoked)
+# SQLite's errors of a file that cannot be used as the product database (any statement may meet them: a file
+# is opened lazily; "database is locked": another process holds it, worth another try).
+SQLITE_OPENING = ("unable to open", "file is not a database", "readonly", "database is locked", "malformed",
+                  "disk I/O error")
 
 
 def check(settings: BaseSettings, spider_args: dict[str, str]) -> None:
@@ -82,7 +86,15 @@ def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
 
     refused = isinstance(exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError)) or (
         isinstance(exc, redis.ResponseError) and not transient(exc))  # an error reply: busy, loading... waits
-    advice = "check the user, password and database index in REDIS_URL" if refused else "start Redis"
+    if isinstance(exc, redis.exceptions.ReadOnlyError):
+        advice = "it is a read-only replica: point REDIS_URL at its master"
+    elif isinstance(exc, getattr(redis.exceptions, "OutOfMemoryError", ())):  # (redis-py 5.1 on)
+        advice = "its memory is full (maxmemory): free some or raise it"
+    elif refused:
+        advice = "check the user, password and database index in REDIS_URL"
+    else:
+        advice = "it answers that it cannot serve now: try again" if isinstance(exc, redis.ResponseError) else \
+            "start Redis"
     return (RecordhoundError if refused else Unavailable)(
         f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; {advice}, or unset REDIS_URL to use the "
         f"embedded frontier")
@@ -110,19 +122,21 @@ def database_unreachable(url: str, exc: BaseException) -> RecordhoundError:
     (``PG_REFUSALS``; a SQLite file that does not open, not one another process holds locked: a plain user
     error, no wait cures it)."""
     said = str(exc)
-    refused = url.startswith("sqlite") and "database is locked" not in said or any(w in said for w in PG_REFUSALS)
-    advice = ("point DATABASE_URL at a SQLite database file this process can open and write" if url.startswith(
-        "sqlite") else "start it, or unset DATABASE_URL to use the SQLite file")
+    locked = url.startswith("sqlite") and "database is locked" in said
+    refused = url.startswith("sqlite") and not locked or any(w in said for w in PG_REFUSALS)
+    advice = ("another process holds it locked: try again" if locked else "point DATABASE_URL at a SQLite database "
+              "file this process can open and write" if url.startswith("sqlite") else
+              "start it, or unset DATABASE_URL to use the SQLite file")
     return (RecordhoundError if refused else Unavailable)(
         f"cannot reach the product database at DATABASE_URL={safe_url(url)}: {first_line(exc)}; {advice}")
 
 
 def unreachable(exc: BaseException, settings: Callable[[], BaseSettings]) -> RecordhoundError | None:
-    """``exc`` as the one line a command says when it could not reach the product database or Redis, or
-    lost its connection (``database_unreachable``, ``redis_unreachable``); None for any other error (a bug,
-    a constraint, a conflict: it keeps its traceback). A client module a command never imported cannot have
-    raised: it is looked up, not imported. A recordhound error that wraps a lost Redis (the review queue's)
-    is said the same way. ``settings`` is read only for an error that is one of these."""
+    """``exc`` as the one line a command says when it could not reach the product database or Redis, lost its
+    connection, or was refused (``database_unreachable``, ``redis_unreachable``); None for any other error (a
+    bug, a constraint, a conflict: it keeps its traceback). A client module a command never imported cannot
+    have raised: it is looked up, not imported. A recordhound error that wraps such a Redis error (the review
+    queue's) is said the same way. ``settings`` is read only for an error that is one of these."""
     import sys
 
     from recordhound.config import database_url, redis_url
@@ -132,21 +146,38 @@ def unreachable(exc: BaseException, settings: Callable[[], BaseSettings]) -> Rec
         return database_unreachable(database_url(settings()), exc)
     redis = sys.modules.get("redis")
     met = exc.__cause__ if isinstance(exc, RecordhoundError) and not isinstance(exc, Unavailable) else exc
-    if redis is not None and isinstance(met, (redis.ConnectionError, redis.TimeoutError,
-                                              redis.exceptions.RedisClusterException)):
-        return redis_unreachable(redis_url(settings()), met)  # (a cluster none of whose nodes answers too)
+    if redis is not None and isinstance(met, Exception) and _lost_redis(met, redis):
+        return redis_unreachable(redis_url(settings()), met)
     return None
 
 
 def _lost_database(exc: BaseException, orm: Any) -> bool:
-    """A driver's operational or interface error raised while connecting (no statement: SQLAlchemy also
-    raises so at BEGIN and COMMIT), or one that lost its connection; not a conflict a transaction met
-    (SQLSTATE class 40: a serialization failure, a deadlock), not a constraint or a bad statement."""
+    """A connection the database dropped (whatever the error's class); a driver's operational or interface
+    error raised while connecting (no statement: SQLAlchemy also raises so at BEGIN and COMMIT, so not a
+    conflict a transaction met there, SQLSTATE class 40); a SQLite file that cannot be used
+    (``SQLITE_OPENING``, at any statement). Not a constraint, a bad statement, a bug."""
+    if not isinstance(exc, orm.DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    if type(exc.orig).__module__ == "sqlite3":
+        return any(words in str(exc.orig) for words in SQLITE_OPENING)
     if not isinstance(exc, (orm.OperationalError, orm.InterfaceError)):
         return False
-    if str(getattr(exc.orig, "sqlstate", None) or "").startswith("40"):
-        return False
-    return exc.statement is None or bool(exc.connection_invalidated)
+    return exc.statement is None and not str(getattr(exc.orig, "sqlstate", None) or "").startswith("40")
+
+
+def _lost_redis(exc: Exception, redis: Any) -> bool:
+    """Redis did not answer (a cluster none of whose nodes answers, a slot no node serves), answered that it
+    cannot serve now (``frontier.redis.transient``), or refused us: a password, a user's rights, a database
+    index it does not have, a read-only replica, its memory full. Not an error of a command we sent."""
+    from recordhound.frontier.redis import transient
+
+    errors = redis.exceptions
+    lost_or_refused = (redis.ConnectionError, errors.SlotNotCoveredError, errors.NoPermissionError, errors.ReadOnlyError,
+                   *(getattr(errors, name, ()) for name in ("RedisClusterUnreachableError", "OutOfMemoryError")))
+    return (transient(exc) or isinstance(exc, lost_or_refused)
+            or isinstance(exc, redis.ResponseError) and "DB index is out of range" in str(exc))
 
 
 def _stored_revision_by_sqlalchemy(url: str) -> str | None:

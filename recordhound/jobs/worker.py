@@ -28,8 +28,6 @@ from recordhound.jobs.config import WorkerConfig
 
 logger = logging.getLogger(__name__)
 # SQLite's errors of a file that cannot be opened as the product DB (or is locked by another process)
-SQLITE_OPENING = ("unable to open", "file is not a database", "readonly", "database is locked", "malformed",
-                  "disk I/O error")
 OUTAGE_CAP_SECONDS = 10.0  # the longest wait between two tries of a job store (the product DB) that is down
 
 
@@ -205,7 +203,7 @@ def open_once(url: str) -> Engine:
     from sqlalchemy.exc import DBAPIError
 
     from recordhound.db.migrate import open_database
-    from recordhound.preflight import database_unreachable
+    from recordhound.preflight import SQLITE_OPENING, database_unreachable
 
     try:
         return open_database(url)

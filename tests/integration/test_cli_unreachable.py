@@ -6,25 +6,31 @@ traceback (exit 1), and `review list` on an unreachable Redis exited 2."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from recordhound.exceptions import Unavailable
 from recordhound.preflight import unreachable
+from tests.redisserver import RedisServer
 from tests.services import PG_ADMIN_URL, REDIS_URL, PostgresDatabase, crawl_env
 
 PG_DOWN = "postgresql+psycopg://nobody@127.0.0.1:1/catalog"  # nothing listens on port 1
 REDIS_DOWN = "redis://127.0.0.1:1/0"
 CLUSTER_DOWN = "redis+cluster://127.0.0.1:1/0"
 _NO_DB = make_url(PG_ADMIN_URL).set(database="recordhound_no_such_database").render_as_string(hide_password=False)
+_NO_DB_INDEX = make_url(REDIS_URL).set(database="99999").render_as_string(hide_password=False)
 _WRONG_USER = make_url(REDIS_URL).set(username="recordhound-no-such-user", password="wrong").render_as_string(
     hide_password=False)
 
@@ -76,11 +82,33 @@ def test_a_redis_that_does_not_answer_is_one_line_and_exit_75(command: str, url:
     _one_error_line(result, 75, f"error: cannot reach Redis at REDIS_URL={url}: ")
 
 
-@pytest.mark.parametrize("command", ["frontier status", "review list"])
-def test_a_redis_that_refuses_is_one_line_and_exit_2_saying_what_to_check(command: str, tmp_path: Path) -> None:
-    result = _run(tmp_path, REDIS_COMMANDS[command], REDIS_URL=_WRONG_USER)
+@pytest.mark.parametrize("command", ["frontier status", "frontier failed", "review list"])  # (apply: its own words)
+@pytest.mark.parametrize("url", [_WRONG_USER, _NO_DB_INDEX])
+def test_a_redis_that_refuses_is_one_line_and_exit_2_saying_what_to_check(command: str, url: str,
+                                                                            tmp_path: Path) -> None:
+    result = _run(tmp_path, REDIS_COMMANDS[command], REDIS_URL=url)
     _one_error_line(result, 2, "error: cannot reach Redis at REDIS_URL=")
     assert "check the user, password and database index in REDIS_URL" in result.stderr, result.stderr
+
+
+def test_a_redis_busy_with_a_long_script_is_one_line_and_exit_75(tmp_path: Path) -> None:
+    """A Redis that answers BUSY (a script past its time limit) will serve again: exit 75, for the frontier's
+    commands and the review queue's alike (before: a traceback, and exit 2 through the review queue)."""
+    server = RedisServer(tmp_path / "busy", "--save", "", "--lua-time-limit", "100").start()
+    looping = server.client()
+    runner = threading.Thread(target=_ignoring_errors, args=(lambda: looping.eval("while true do end", 0),))
+    try:
+        runner.start()
+        time.sleep(0.5)  # past the time limit: every other client is answered BUSY
+        results = {command: _run(tmp_path, REDIS_COMMANDS[command], REDIS_URL=server.url)
+                   for command in ("frontier status", "review list")}
+        server.client().script_kill()
+        runner.join(10)
+    finally:
+        server.kill()
+    for command, result in results.items():
+        _one_error_line(result, 75, f"error: cannot reach Redis at REDIS_URL={server.url}: BUSY")
+        assert "it answers that it cannot serve now" in result.stderr, (command, result.stderr)
 
 
 def test_a_database_error_that_is_no_lost_connection_keeps_its_traceback(tmp_path: Path) -> None:
@@ -99,6 +127,9 @@ def test_a_database_error_that_is_no_lost_connection_keeps_its_traceback(tmp_pat
             engine.dispose()
         assert failed.value.statement is None
         assert unreachable(failed.value, lambda: Settings({"RECORDHOUND_DATABASE_URL": database.url})) is None
+        dropped = _dropped_by_the_server(database.url)  # not an OperationalError, and the statement is known
+        said = unreachable(dropped, lambda: Settings({"RECORDHOUND_DATABASE_URL": database.url}))
+        assert isinstance(said, Unavailable) and "idle-in-transaction timeout" in str(said), (dropped, said)
         with pytest.raises(OperationalError) as refused:
             create_engine(PG_DOWN, poolclass=NullPool).connect()
     said = unreachable(refused.value, lambda: Settings({"RECORDHOUND_DATABASE_URL": PG_DOWN}))
@@ -112,3 +143,46 @@ def test_a_product_database_that_refuses_is_one_line_and_exit_2(command: str, da
     result = _run(tmp_path, PRODUCT_DB_COMMANDS[command], DATABASE_URL=url)
     _one_error_line(result, 2, "error: cannot reach the product database at DATABASE_URL=")
     assert "recordhound_no_such_database" in result.stderr or "no-such-folder" in result.stderr
+
+
+def test_a_sqlite_file_another_process_holds_locked_is_one_line_to_try_again(tmp_path: Path) -> None:
+    """A SQLite file locked by another writer past the busy timeout, met at a statement (not at the
+    connection): one line, ``Unavailable``, saying so (the file is fine: another process holds it)."""
+    path = tmp_path / "catalog.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x int)")
+    holder.execute("BEGIN IMMEDIATE")
+    engine = create_engine(f"sqlite:///{path}", poolclass=NullPool, connect_args={"timeout": 0.1})
+    try:
+        with pytest.raises(OperationalError) as locked, engine.begin() as conn:
+            conn.execute(text("INSERT INTO t VALUES (1)"))
+    finally:
+        engine.dispose()
+        holder.close()
+    assert locked.value.statement is not None
+    said = unreachable(locked.value, lambda: Settings({"RECORDHOUND_DATABASE_URL": f"sqlite:///{path}"}))
+    assert isinstance(said, Unavailable) and "another process holds it locked" in str(said), said
+
+
+def _dropped_by_the_server(url: str) -> DBAPIError:
+    """The error of a statement on a connection PostgreSQL closed (its idle-in-transaction timeout: an
+    ``InternalError`` to psycopg, the connection invalidated)."""
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with pytest.raises(DBAPIError) as dropped, engine.connect() as conn:
+            conn.execute(text("SET idle_in_transaction_session_timeout = 100"))
+            conn.execute(text("SELECT 1"))
+            time.sleep(0.5)
+            conn.execute(text("SELECT 1"))
+    finally:
+        engine.dispose()
+    assert dropped.value.connection_invalidated, dropped.value
+    return dropped.value
+
+
+def _ignoring_errors(call: Callable[[], object]) -> None:
+    """``call()``, its error ignored (the script the test kills ends its caller's call with one)."""
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - any error of the killed script's call
+        pass
