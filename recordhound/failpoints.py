@@ -54,6 +54,7 @@ POINTS = {
     "apply.after_settle": "the apply worker wrote a decision and settled its entry; its job not acked",
     "alerts.after_send": "an alert reached its receiver and is not yet recorded as sent",
     "import.after_commit": "a file import committed a batch, last_parsed_line not yet moved",
+    "jobs.crawl_exited": "a worker's crawl process exited, the counts of its end not written to its job yet",
     "jobs.run_ended": "a worker's job run ended (its crawl or import exited) and its end is not recorded yet",
     "jobs.scrapyd_scheduled": "a worker scheduled its job's crawl on scrapyd and has not written a beat since",
 }

@@ -22,6 +22,7 @@ from recordhound.backoff import backoff_seconds
 from recordhound.exceptions import RecordhoundError, Unavailable, first_line
 from recordhound.jobs import orphans, states
 from recordhound.jobs.config import WorkerConfig
+from recordhound import failpoints
 from recordhound.jobs.store import Job
 from recordhound.preflight import safe_url
 from recordhound.sources import load_profile
@@ -84,14 +85,15 @@ def crawl_command(job: Job, overrides: list[tuple[str, str]]) -> list[str]:
 
 
 def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat,
-              overrides: list[tuple[str, str]]) -> str:
+              overrides: list[tuple[str, str]], exited: Callable[[], None] = lambda: None) -> str:
     """A local crawl process; SIGTERM when asked to stop (it returns its leases: resumable). It runs in a
     session of its own: a terminal's Ctrl-C reaches the worker alone, which stops the crawl once (in the
     worker's process group, the crawl took that Ctrl-C as a first stop and the worker's SIGTERM as a
     second, forced one). A worker that dies (SIGKILL) takes its crawl with it (``orphans.py``). A crawl
     that could not reach Redis or the product database at its start (exit ``Unavailable.EXIT_CODE``:
     it did nothing) is started again after a backoff, as the worker waits out the job store's outages:
-    an outage between the claim and the crawl's start does not fail the job."""
+    an outage between the claim and the crawl's start does not fail the job. ``exited`` is told once the
+    last crawl has exited: from then on the worker's stop waits for the run's end to be recorded."""
     os.makedirs(LOG_DIR, exist_ok=True)
     pages = FramePages(job, settings)
     try:
@@ -107,6 +109,9 @@ def run_crawl(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Beat
             said = _said(job, logged) or f"see {_log_path(job)}"
             if _backed_off(job, config, beat, tries, f"its crawl could not reach a service: {said}") == states.STOPPING:
                 return states.STOPPED
+        exited()
+        failpoints.hit("jobs.crawl_exited")
+        beat(pages.progress(None))  # the counts of the crawl's end, not of the last look
         if (how := _stopped_from_outside(ended, job, overrides)) and (left := pages.unfinished(ended >= 0)):
             raise JobFailed(f"the crawl was stopped from outside the worker ({how}) with {left}; `job resume` goes "
                             f"on from its frontier (log: {_log_path(job)})")
@@ -229,7 +234,6 @@ def _crawl_once(job: Job, config: WorkerConfig, beat: Beat, overrides: list[tupl
                 process.wait(config.poll_seconds)  # the crawl's end is noticed at once, not at the next look
             except subprocess.TimeoutExpired:
                 pass
-        beat(pages.progress(None))  # the counts of the crawl's end, not of the last look
     finally:
         if process.poll() is None:  # the worker itself is stopping: let the crawl return its leases
             _stop_crawl(process, config.stop_seconds, beat, signalled=stopping)

@@ -97,6 +97,7 @@ class Worker:
                            job.doc["attempts"])
         logger.info("%s (%s %s): running", job.name, job.doc.get("type"), job.source)
         unwritten: dict[str, Any] = {}  # what the run's beats could not write (the job store down)
+        self.recording = False  # (a run that ended without recording its end, a JobError, left it set)
         try:
             outcome = self._run(job, unwritten)
         except KeyboardInterrupt:  # the worker's own stop (or a Ctrl-C): the next worker resumes the job,
@@ -146,7 +147,12 @@ class Worker:
             return runners.run_import(job, self.settings, self.config, beat)
         if self.config.scrapyd_target:
             return scrapyd_runs.run_scrapyd(job, self.settings, self.config, beat, self.overrides)
-        return runners.run_crawl(job, self.settings, self.config, beat, self.overrides)
+        return runners.run_crawl(job, self.settings, self.config, beat, self.overrides, self._exited)
+
+    def _exited(self) -> None:
+        """The run's crawl has exited: a first stop from here on waits for its end to be recorded (before, a
+        stop while its last counts were written gave a finished crawl back queued, to be crawled again)."""
+        self.recording = True
 
     def _end(self, job: store.Job, status: str, error: str | None, unwritten: dict[str, Any]) -> None:
         """Record how the run ended; a stop that comes meanwhile takes effect once it is recorded (before,

@@ -135,6 +135,37 @@ def test_a_stop_that_comes_while_a_run_s_end_is_recorded_waits_for_it(tmp_path: 
     assert_ids_consecutive(database)
 
 
+def test_a_stop_that_comes_once_a_crawl_exited_waits_for_the_run_s_end(tmp_path: Path, database: str) -> None:
+    """A crawl job's crawl has exited and the worker freezes before writing its last counts (crash point
+    ``jobs.crawl_exited``, SIGSTOP); a SIGTERM comes meanwhile. The run's end is recorded, then the worker
+    stops: the job is done with the crawl's counts. Before, the stop gave the finished crawl back queued, for
+    the next worker to crawl the shop again."""
+    with ShopProcess(RELEASES, seed=SEED) as shop:
+        assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
+        log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
+        worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
+                                  env=_env(database, "jobs.crawl_exited=stop"), stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + 240
+            while not _frozen(worker.pid):
+                assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+                time.sleep(0.05)
+            os.kill(worker.pid, signal.SIGTERM)  # pending while it is stopped
+            os.kill(worker.pid, signal.SIGCONT)
+            assert worker.wait(60) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+            log.close()
+        assert_product_db_matches(database, shop.truth())
+    said = (tmp_path / "worker.log").read_text()
+    assert "1 jobs run" in said and "Traceback" not in said, said[-3000:]
+    [job] = _jobs(tmp_path, database)
+    assert (job["status"], job["attempts"], job["last_error"]) == ("done", 1, None), job
+    assert job["progress"]["done"] == job["progress"]["total"] > RELEASES, job
+
+
 def test_a_second_stop_ends_a_worker_whose_run_s_end_waits_for_the_write_lock(tmp_path: Path, database: str) -> None:
     """As above, with another session holding the product DB's write lock (a long batch, a stalled node's
     writer), so that the recording waits: the first SIGTERM waits for it, a second one ends the worker at
