@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,27 +68,43 @@ def _frozen(pid: int) -> bool:
         return stat.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
+@contextmanager
+def _worker_frozen_at(tmp_path: Path, database: str, failpoint: str, *args: str,
+                      timeout: float = 120) -> Iterator[subprocess.Popen[str]]:
+    """A `recordhound worker` (its output in worker.log) once it stopped itself at ``failpoint``
+    (``NAME=stop[@N]``); killed on the way out if it still runs."""
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
+    worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *args, *TRUSTED], cwd=tmp_path,
+                              env=_env(database, failpoint), stdout=log, stderr=log, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not _frozen(worker.pid):
+            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+            time.sleep(0.05)
+        yield worker
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        log.close()
+
+
+def _stopped_while_frozen(tmp_path: Path, worker: subprocess.Popen[str]) -> None:
+    """A SIGTERM that reaches the frozen worker as it continues: it ends on its own, exit 0."""
+    os.kill(worker.pid, signal.SIGTERM)  # pending while it is stopped
+    os.kill(worker.pid, signal.SIGCONT)
+    assert worker.wait(60) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+
+
 def test_a_worker_killed_mid_import_is_taken_over_and_the_import_resumes_at_the_next_line(
         tmp_path: Path, database: str) -> None:
     feed = _export(tmp_path, database)
     queued = _cli(tmp_path, database, "job", "import", "demo_feed", "--file", str(feed))
     assert queued.returncode == 0 and "queued" in queued.stdout, queued.stderr
     batch = ("-s", "RECORDHOUND_JOB_IMPORT_BATCH=40")
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
-    worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *batch, *TRUSTED], cwd=tmp_path,
-                              env=_env(database, "import.after_commit=stop@3"), stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 60
-        while not _frozen(worker.pid):
-            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-            time.sleep(0.05)
+    with _worker_frozen_at(tmp_path, database, "import.after_commit=stop@3", *batch, timeout=60) as worker:
         os.kill(worker.pid, signal.SIGKILL)  # mid-file: batch 3 committed, its progress not written
         assert worker.wait(30) == -signal.SIGKILL
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
-        log.close()
     [job] = _jobs(tmp_path, database)
     assert job["status"] == "running" and job["attempts"] == 1
     assert job["progress"]["done"] == 80 and job["progress"]["total"] == len(build_truth(Catalog(RELEASES, seed=SEED))["offers"])
@@ -109,22 +126,8 @@ def test_a_stop_that_comes_while_a_run_s_end_is_recorded_waits_for_it(tmp_path: 
     again (before, the stop raised inside the recording and the job stayed ``running``)."""
     feed = _export(tmp_path, database)
     assert _cli(tmp_path, database, "job", "import", "demo_feed", "--file", str(feed)).returncode == 0
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
-    worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
-                              env=_env(database, "jobs.run_ended=stop"), stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 120
-        while not _frozen(worker.pid):
-            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-            time.sleep(0.05)
-        os.kill(worker.pid, signal.SIGTERM)  # pending while it is stopped
-        os.kill(worker.pid, signal.SIGCONT)
-        assert worker.wait(60) == 0, (tmp_path / "worker.log").read_text()[-3000:]
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
-        log.close()
+    with _worker_frozen_at(tmp_path, database, "jobs.run_ended=stop") as worker:
+        _stopped_while_frozen(tmp_path, worker)
     said = (tmp_path / "worker.log").read_text()
     assert "1 jobs run" in said and "Traceback" not in said, said[-3000:]
     [job] = _jobs(tmp_path, database)
@@ -142,22 +145,8 @@ def test_a_stop_that_comes_once_a_crawl_exited_waits_for_the_run_s_end(tmp_path:
     the next worker to crawl the shop again."""
     with ShopProcess(RELEASES, seed=SEED) as shop:
         assert _cli(tmp_path, database, "job", "crawl", "demo", "--base-url", shop.url).returncode == 0
-        log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
-        worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
-                                  env=_env(database, "jobs.crawl_exited=stop"), stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + 240
-            while not _frozen(worker.pid):
-                assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-                time.sleep(0.05)
-            os.kill(worker.pid, signal.SIGTERM)  # pending while it is stopped
-            os.kill(worker.pid, signal.SIGCONT)
-            assert worker.wait(60) == 0, (tmp_path / "worker.log").read_text()[-3000:]
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
-            log.close()
+        with _worker_frozen_at(tmp_path, database, "jobs.crawl_exited=stop", timeout=240) as worker:
+            _stopped_while_frozen(tmp_path, worker)
         assert_product_db_matches(database, shop.truth())
     said = (tmp_path / "worker.log").read_text()
     assert "1 jobs run" in said and "Traceback" not in said, said[-3000:]
@@ -172,29 +161,19 @@ def test_a_second_stop_ends_a_worker_whose_run_s_end_waits_for_the_write_lock(tm
     once; the job is left to be taken over (before the review's fix, no stop ended the wait)."""
     feed = _export(tmp_path, database)
     assert _cli(tmp_path, database, "job", "import", "demo_feed", "--file", str(feed)).returncode == 0
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
-    worker = subprocess.Popen([sys.executable, "-m", "recordhound", "worker", *TRUSTED], cwd=tmp_path,
-                              env=_env(database, "jobs.run_ended=stop"), stdout=log, stderr=log)
     holder = create_engine(database, poolclass=NullPool).connect()
     try:
-        deadline = time.monotonic() + 120
-        while not _frozen(worker.pid):
-            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-            time.sleep(0.05)
-        holder.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK})
-        os.kill(worker.pid, signal.SIGTERM)
-        os.kill(worker.pid, signal.SIGCONT)
-        with pytest.raises(subprocess.TimeoutExpired):
-            worker.wait(3)  # the first stop waits for the recording, which waits for the lock
-        os.kill(worker.pid, signal.SIGTERM)
-        assert worker.wait(30) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+        with _worker_frozen_at(tmp_path, database, "jobs.run_ended=stop") as worker:
+            holder.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK})
+            os.kill(worker.pid, signal.SIGTERM)
+            os.kill(worker.pid, signal.SIGCONT)
+            with pytest.raises(subprocess.TimeoutExpired):
+                worker.wait(3)  # the first stop waits for the recording, which waits for the lock
+            os.kill(worker.pid, signal.SIGTERM)
+            assert worker.wait(30) == 0, (tmp_path / "worker.log").read_text()[-3000:]
     finally:
         holder.rollback()
         holder.close()
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
-        log.close()
     [job] = _jobs(tmp_path, database)
     assert (job["status"], job["attempts"]) == ("running", 1), job  # the next worker takes it over
 
