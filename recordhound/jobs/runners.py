@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import BaseSettings
 
-from recordhound.config import FrontierConfig
+from recordhound import failpoints
 from recordhound.backoff import backoff_seconds
+from recordhound.config import FrontierConfig
 from recordhound.exceptions import RecordhoundError, Unavailable, first_line
 from recordhound.jobs import orphans, states
 from recordhound.jobs.config import WorkerConfig
-from recordhound import failpoints
 from recordhound.jobs.store import Job
 from recordhound.preflight import safe_url
 from recordhound.sources import load_profile

@@ -19,15 +19,14 @@ from typing import Any
 from scrapy.settings import BaseSettings
 from sqlalchemy import Engine
 
+from recordhound import failpoints
 from recordhound.backoff import backoff_seconds
 from recordhound.catalog.errors import is_transient
-from recordhound import failpoints
 from recordhound.exceptions import RecordhoundError, Unavailable, first_line
 from recordhound.jobs import runners, scrapyd_runs, states, store
 from recordhound.jobs.config import WorkerConfig
 
 logger = logging.getLogger(__name__)
-# SQLite's errors of a file that cannot be opened as the product DB (or is locked by another process)
 OUTAGE_CAP_SECONDS = 10.0  # the longest wait between two tries of a job store (the product DB) that is down
 
 
