@@ -276,10 +276,19 @@ def apply_command(follow: bool) -> None:
 
 
 def run_apply(follow: bool, progress: Progress | None = None) -> Counter[str]:
-    """Run the apply worker over the project's database and review queue."""
-    from recordhound.catalog.apply import open_worker
+    """Run the apply worker over the project's database and review queue. Following, it is a daemon: a product
+    DB or Redis that does not answer yet is waited for (one line per try), as ``worker`` waits for its."""
+    from recordhound.catalog.apply import OUTAGE_CAP_SECONDS, open_worker
+    from recordhound.preflight import when_reachable
 
-    worker = open_worker(current_settings())
+    try:
+        if follow:
+            worker = when_reachable(lambda: open_worker(current_settings()), current_settings, "starting",
+                                    OUTAGE_CAP_SECONDS)
+        else:
+            worker = open_worker(current_settings())
+    except KeyboardInterrupt:
+        return Counter()
     try:
         return worker.run(follow=follow, progress=progress)
     except KeyboardInterrupt:

@@ -5,15 +5,21 @@ exits 1 instead of the engine's tracebacks."""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from recordhound.backoff import backoff_seconds
 from recordhound.config import FrontierConfig, ReviewConfig, StoreConfig, follow_enabled, non_negative_float
 from recordhound.exceptions import RecordhoundError, Unavailable, first_line
 from recordhound.sources import load_profile
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 # PostgreSQL's answers to a connection that no wait cures (a plain user error, exit 1, not ``Unavailable``):
@@ -149,6 +155,23 @@ def unreachable(exc: BaseException, settings: Callable[[], BaseSettings]) -> Rec
     if redis is not None and isinstance(met, Exception) and _lost_redis(met, redis):
         return redis_unreachable(redis_url(settings()), met)
     return None
+
+
+def when_reachable(open_: Callable[[], T], settings: Callable[[], BaseSettings], doing: str, cap_seconds: float) -> T:
+    """``open_()``, tried again while the product database or Redis it opens does not answer (``unreachable``
+    says ``Unavailable``), one warning per try, backing off to ``cap_seconds``: a daemon started before its
+    services waits for them. One that answers and refuses, and any other error, is raised."""
+    attempt = 0
+    while True:
+        try:
+            return open_()
+        except Exception as exc:
+            if not isinstance(said := unreachable(exc, settings), Unavailable):
+                raise
+            attempt += 1
+            delay = backoff_seconds(attempt, cap_seconds)
+            logger.warning("%s (%s: tried again in %.1f s)", said, doing, delay)
+            time.sleep(delay)
 
 
 def _lost_database(exc: BaseException, orm: Any) -> bool:

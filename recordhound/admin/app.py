@@ -116,8 +116,8 @@ async def _apply_worker(settings: BaseSettings) -> AsyncIterator[None]:
 def apply_until_stopped(worker: ApplyWorker, stop: Callable[[], bool],
                         refused_wait_seconds: float = REFUSED_WAIT_SECONDS) -> None:
     """The admin's apply worker, until the admin stops. A store that refuses it (a read-only database, a
-    queue key of the wrong type: ``RefusalError``), or any other error that ends it (the review queue
-    unreachable while it leases), is said in one line and the worker is started again after a while: an
+    queue key of the wrong type: ``RefusalError``), or any other error that ends it (an outage does not: the
+    worker waits it out), is said in one line and the worker is started again after a while: an
     operator may mend the store without restarting the admin; meanwhile the decisions wait, approved."""
     from recordhound.exceptions import reason
 

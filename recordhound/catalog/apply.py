@@ -65,7 +65,11 @@ def open_worker(settings: BaseSettings) -> ApplyWorker:
 
     store, review = StoreConfig.from_settings(settings), ReviewConfig.from_settings(settings)
     engine = open_database(store.database_url)
-    writer = open_writer(engine, store, review, trusted=False)
+    try:
+        writer = open_writer(engine, store, review, trusted=False)
+    except BaseException:
+        engine.dispose()  # (``apply --follow`` tries again while the review queue does not answer)
+        raise
     return ApplyWorker(engine, writer.queue, writer, review)
 
 
@@ -79,12 +83,25 @@ class ApplyWorker:
         """Apply approved jobs until the queue is empty (or, with ``follow``, until ``stop()``).
 
         Jobs are leased and written in batches of ``batch_size``; ``progress(counts, seconds)``
-        is called after each batch."""
+        is called after each batch. Following, a review queue that does not answer when the worker leases is
+        waited for (one line per try); a one-off run ends on it."""
         started = last_log = time.monotonic()
         logger.info("Apply worker %s: applying the decisions of the %s review queue%s", self.name,
                     self.config.backend, " as they come" if follow else "")
+        outage = 0
         while stop is None or not stop():
-            jobs = self._lease()
+            try:
+                jobs = self._lease()
+            except Exception as exc:
+                if not follow or not is_transient(exc):  # (a refusal is a RefusalError here: it stops the worker)
+                    raise
+                outage += 1
+                delay = backoff_seconds(outage, OUTAGE_CAP_SECONDS)
+                logger.warning("The review queue is unreachable (%s): leasing again in %.1f s", reason(exc), delay)
+                self.counts["outage_waits"] += 1
+                _wait(delay, stop)
+                continue
+            outage = 0
             if not jobs:
                 if not follow:
                     break
@@ -140,11 +157,8 @@ class ApplyWorker:
                 logger.warning("The product database or the review queue is unreachable (%s): of the %d jobs leased, "
                                "applying them again in %.1f s those not done (try %d)", exc, len(jobs), delay, attempt)
                 self.counts["outage_waits"] += 1
-                deadline = time.monotonic() + delay
-                while time.monotonic() < deadline:
-                    if stop is not None and stop():
-                        return
-                    time.sleep(min(0.1, delay))
+                if _wait(delay, stop):
+                    return
 
     def _give_back(self, jobs: list[Doc]) -> None:
         try:
@@ -298,3 +312,13 @@ def _not_the_jobs(exc: BaseException) -> bool:
     """An outage (waited out) or a refusal (stops the worker): no job's own failure; ``_apply_through_outages``
     decides which."""
     return is_transient(exc) or refusal(exc) is not None
+
+
+def _wait(seconds: float, stop: Callable[[], bool] | None) -> bool:
+    """Sleep ``seconds``, or less if ``stop()`` turns true meanwhile (then True)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if stop is not None and stop():
+            return True
+        time.sleep(min(0.1, seconds))
+    return False

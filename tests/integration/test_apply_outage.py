@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -30,12 +30,15 @@ from recordhound.review.queue import ReviewError, ReviewQueue
 from tests.integration.review_env import ReviewEnv, _open, review_env
 from tests.integration.test_held_prices_decided import seen
 from tests.integration.test_review_queue import offer_skus, release, rows
+from tests.faultproxy import FaultProxy
 from tests.integration.truthcheck import assert_ids_consecutive
 from tests.services import PostgresDatabase, redis_url, unique_prefix
 
 NAMES = ["Outage Artist A", "Outage Artist B", "Outage Artist C"]
 RETRY_LOGGED = "applying them again in"  # the worker's warning while the database is away
 FOLLOWING = "applying the decisions of"  # the worker's line once it has started
+STARTING = "(starting: tried again in"  # a following worker's line per try while its services do not answer yet
+LEASING = "The review queue is unreachable"  # ... and while its queue does not answer a lease
 
 
 @pytest.fixture
@@ -52,9 +55,10 @@ def outage_db(tmp_path: Path) -> Iterator[tuple[ReviewEnv, PostgresDatabase]]:
 
 def _apply(env: ReviewEnv, tmp_path: Path, *args: str, failpoints: str = "") -> tuple[subprocess.Popen[str], Path]:
     log = tmp_path / f"apply-{time.monotonic_ns()}.log"
-    command = [sys.executable, "-m", "recordhound", "apply", *args, "-s", "RECORDHOUND_APPLY_POLL_SECONDS=0.1"]
+    command = [sys.executable, "-m", "recordhound", "apply", "-s", "RECORDHOUND_APPLY_POLL_SECONDS=0.1"]
     for setting in env.settings():
         command += ["-s", setting]
+    command += args  # (after the queue's settings: a test's ``-s`` replaces one of them)
     process_env = {**os.environ, "DATABASE_URL": env.database_url, "SCRAPY_SETTINGS_MODULE": "recordhound.settings",
                    "RECORDHOUND_FAILPOINTS": failpoints}
     with open(log, "w") as out:
@@ -118,15 +122,68 @@ def test_a_following_worker_waits_out_an_outage_before_its_write(outage_db: tupl
     _assert_applied(env, entry_ids)
 
 
+def test_a_following_worker_started_while_the_database_is_down_waits_for_it(
+        outage_db: tuple[ReviewEnv, PostgresDatabase], tmp_path: Path) -> None:
+    """``apply --follow`` is a daemon: started while its role is locked out of PostgreSQL (a service manager
+    started it before the database), it waits, one line per try, and applies the decisions once let in.
+    Before, it ended at once, exit 75 (the one line of a command that cannot reach its database)."""
+    env, database = outage_db
+    entry_ids = _decided(env)
+    database.lock_out()
+    worker, log = _apply(env, tmp_path, "--follow")
+    try:
+        _started_once_back(env, worker, log, database.let_in, STARTING)
+    finally:
+        database.let_in()
+        _stop(worker)
+    assert "cannot reach the product database" in log.read_text()
+    _assert_applied(env, entry_ids)
+
+
+def test_a_following_worker_started_while_the_review_queue_s_redis_is_down_waits_for_it(
+        outage_db: tuple[ReviewEnv, PostgresDatabase], tmp_path: Path) -> None:
+    """The same with the review queue's Redis refusing every connection (a proxy cut) until the test heals it:
+    the worker starts (opening the queue needs no answer) and waits at its lease. Before, it ended there, exit 75."""
+    env, _ = outage_db
+    entry_ids = _decided(env)
+    with FaultProxy(int(env.redis_url.rsplit(":", 1)[1].split("/")[0])) as proxy:
+        proxy.cut(600)
+        worker, log = _apply(env, tmp_path, "--follow", "-s",
+                             f"RECORDHOUND_REDIS_URL={proxy.url(db=int(env.redis_url.rsplit('/', 1)[1] or 0))}")
+        try:
+            _started_once_back(env, worker, log, proxy.heal, LEASING)
+        finally:
+            _stop(worker)
+    _assert_applied(env, entry_ids)
+
+
+def _decided(env: ReviewEnv) -> list[int]:
+    entry_ids = _queue_names(env)
+    for entry_id in entry_ids:
+        env.queue.decide(entry_id, "approve")
+    return entry_ids
+
+
+def _started_once_back(env: ReviewEnv, worker: subprocess.Popen[str], log: Path, back: Callable[[], None],
+                       waiting: str) -> None:
+    """Two tries logged (``waiting`` in each line), nothing applied, the worker running; once ``back()``, every
+    decision applied, and Ctrl-C ends the worker (exit 0) with no traceback."""
+    _wait_for(lambda: log.read_text().count(waiting) >= 2, "the worker did not wait", log)
+    assert worker.poll() is None and env.queue.jobs("completed") == [], log.read_text()[-3000:]
+    back()
+    _wait_for(lambda: len(env.queue.jobs("completed")) == len(NAMES), "the decisions were not applied", log)
+    worker.send_signal(signal.SIGINT)
+    assert worker.wait(30) == 0, log.read_text()[-3000:]
+    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+
+
 @pytest.mark.parametrize("batch", [1, 3])  # one decision per write; the three in one write (the bulk path)
 def test_a_worker_waits_out_an_outage_after_its_write(outage_db: tuple[ReviewEnv, PostgresDatabase],
                                                       tmp_path: Path, batch: int) -> None:
     """Frozen after its first write: the entries are settled next, then the items they held are
     released through the writer, which needs the database: it is away by then."""
     env, database = outage_db
-    entry_ids = _queue_names(env)
-    for entry_id in entry_ids:
-        env.queue.decide(entry_id, "approve")
+    entry_ids = _decided(env)
     worker, log = _apply(env, tmp_path, "-s", f"RECORDHOUND_REVIEW_BATCH_SIZE={batch}",
                          failpoints="apply.after_write=stop")
     try:

@@ -28,7 +28,7 @@ from recordhound.catalog.writer import CatalogWriter, ReviewPolicy
 from recordhound.db.engine import make_engine
 from recordhound.review.docstore import RedisDocStore
 from tests.integration.review_env import ReviewEnv, _open, review_env
-from tests.integration.test_apply_outage import NAMES, _assert_applied, _queue_names
+from tests.integration.test_apply_outage import NAMES, _assert_applied, _decided
 from tests.services import PostgresDatabase, redis_url, unique_prefix
 
 WAIT_SECONDS = 20  # what the worker is given before the test calls it a hang (the old waiting, forever)
@@ -38,13 +38,6 @@ def _within(seconds: float) -> Callable[[], bool]:
     """A worker's ``stop``: true once ``seconds`` have passed (the worker that waits forever stops)."""
     deadline = time.monotonic() + seconds
     return lambda: time.monotonic() > deadline
-
-
-def _decided(env: ReviewEnv) -> list[int]:
-    entry_ids = _queue_names(env)
-    for entry_id in entry_ids:
-        env.queue.decide(entry_id, "approve")
-    return entry_ids
 
 
 def _worker_on(env: ReviewEnv, database_url: str) -> ApplyWorker:

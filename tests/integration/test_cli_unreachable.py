@@ -136,11 +136,12 @@ def test_a_database_error_that_is_no_lost_connection_keeps_its_traceback(tmp_pat
     assert isinstance(said, Unavailable) and str(said).startswith(f"cannot reach the product database at DATABASE_URL={PG_DOWN}")
 
 
-@pytest.mark.parametrize("command", ["db upgrade", "alerts list", "admin create-user"])
+@pytest.mark.parametrize("command", ["db upgrade", "alerts list", "admin create-user", "apply --follow"])
 @pytest.mark.parametrize("database", ["postgresql, no such database", "sqlite, no such folder"])
 def test_a_product_database_that_refuses_is_one_line_and_exit_2(command: str, database: str, tmp_path: Path) -> None:
+    """(A following apply worker waits for a database that does not answer yet: one that refuses ends it.)"""
     url = _NO_DB if database.startswith("postgresql") else "sqlite:////proc/1/no-such-folder/catalog.sqlite3"
-    result = _run(tmp_path, PRODUCT_DB_COMMANDS[command], DATABASE_URL=url)
+    result = _run(tmp_path, {**PRODUCT_DB_COMMANDS, "apply --follow": ["apply", "--follow"]}[command], DATABASE_URL=url)
     _one_error_line(result, 2, "error: cannot reach the product database at DATABASE_URL=")
     assert "recordhound_no_such_database" in result.stderr or "no-such-folder" in result.stderr
 
