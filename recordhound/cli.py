@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -270,6 +271,7 @@ def apply_command(follow: bool) -> None:
     from recordhound.config import ReviewConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a service manager's stop ends it as Ctrl-C does
     counts = run_apply(follow)
     click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
                f"({ReviewConfig.from_settings(current_settings()).backend} queue)")

@@ -93,7 +93,7 @@ class ApplyWorker:
             try:
                 jobs = self._lease()
             except Exception as exc:
-                if not follow or not is_transient(exc):  # (a refusal is a RefusalError here: it stops the worker)
+                if not follow or not self._unanswered(exc):
                     raise
                 outage += 1
                 delay = backoff_seconds(outage, OUTAGE_CAP_SECONDS)
@@ -118,6 +118,19 @@ class ApplyWorker:
 
     def _refused(self, exc: BaseException) -> RefusalError | None:
         return refused(exc, self.engine.url.render_as_string(hide_password=True))
+
+    def _unanswered(self, exc: Exception) -> bool:
+        """The review queue's Redis does not answer now, or answers that it cannot serve yet (what a command
+        says as ``Unavailable``, exit 75): a following worker waits for it. Not one that refuses (a password,
+        a database index), nor an error of a command it sent (an unknown command, a key of another type)."""
+        from scrapy.settings import Settings
+
+        from recordhound.exceptions import Unavailable as NotAnswering
+        from recordhound.preflight import unreachable
+
+        urls = Settings({"RECORDHOUND_DATABASE_URL": self.engine.url.render_as_string(hide_password=False),
+                         "RECORDHOUND_REDIS_URL": self.config.redis_url})
+        return isinstance(unreachable(exc, lambda: urls), NotAnswering)
 
     def _lease(self) -> list[Doc]:
         """The next batch of jobs (entries past their time-to-live expired first); a refusal of the review

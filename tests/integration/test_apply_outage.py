@@ -132,7 +132,7 @@ def test_a_following_worker_started_while_the_database_is_down_waits_for_it(
     database.lock_out()
     worker, log = _apply(env, tmp_path, "--follow")
     try:
-        _started_once_back(env, worker, log, database.let_in, STARTING)
+        _started_once_back(env, worker, log, database.let_in, STARTING, signal.SIGINT)
     finally:
         database.let_in()
         _stop(worker)
@@ -151,7 +151,7 @@ def test_a_following_worker_started_while_the_review_queue_s_redis_is_down_waits
         worker, log = _apply(env, tmp_path, "--follow", "-s",
                              f"RECORDHOUND_REDIS_URL={proxy.url(db=int(env.redis_url.rsplit('/', 1)[1] or 0))}")
         try:
-            _started_once_back(env, worker, log, proxy.heal, LEASING)
+            _started_once_back(env, worker, log, proxy.heal, LEASING, signal.SIGTERM)
         finally:
             _stop(worker)
     _assert_applied(env, entry_ids)
@@ -165,16 +165,18 @@ def _decided(env: ReviewEnv) -> list[int]:
 
 
 def _started_once_back(env: ReviewEnv, worker: subprocess.Popen[str], log: Path, back: Callable[[], None],
-                       waiting: str) -> None:
+                       waiting: str, ending: signal.Signals) -> None:
     """Two tries logged (``waiting`` in each line), nothing applied, the worker running; once ``back()``, every
-    decision applied, and Ctrl-C ends the worker (exit 0) with no traceback."""
+    decision applied, and ``ending`` (Ctrl-C's, a service manager's SIGTERM) ends the worker: exit 0, its
+    summary, no traceback."""
     _wait_for(lambda: log.read_text().count(waiting) >= 2, "the worker did not wait", log)
     assert worker.poll() is None and env.queue.jobs("completed") == [], log.read_text()[-3000:]
     back()
     _wait_for(lambda: len(env.queue.jobs("completed")) == len(NAMES), "the decisions were not applied", log)
-    worker.send_signal(signal.SIGINT)
+    worker.send_signal(ending)
     assert worker.wait(30) == 0, log.read_text()[-3000:]
-    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    assert "Traceback" not in log.read_text() and "applied 3 decisions, 0 failed" in log.read_text(), \
+        log.read_text()[-3000:]
 
 
 @pytest.mark.parametrize("batch", [1, 3])  # one decision per write; the three in one write (the bulk path)

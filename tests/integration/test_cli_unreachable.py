@@ -91,6 +91,13 @@ def test_a_redis_that_refuses_is_one_line_and_exit_2_saying_what_to_check(comman
     assert "check the user, password and database index in REDIS_URL" in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("url", [_WRONG_USER, _NO_DB_INDEX])
+def test_a_following_apply_worker_that_a_redis_refuses_ends_in_one_line_and_exit_2(url: str, tmp_path: Path) -> None:
+    """A following apply worker waits for a Redis that does not answer; one that answers and refuses ends it (an
+    adversarial review found the database index waited for, forever)."""
+    _one_error_line(_run(tmp_path, ["apply", "--follow"], REDIS_URL=url), 2, "error: ")
+
+
 def test_a_redis_busy_with_a_long_script_is_one_line_and_exit_75(tmp_path: Path) -> None:
     """A Redis that answers BUSY (a script past its time limit) will serve again: exit 75, for the frontier's
     commands and the review queue's alike (before: a traceback, and exit 2 through the review queue)."""

@@ -659,9 +659,11 @@ class SchedulerMachine(RuleBasedStateMachine):
         """The drain's write of what the buffer holds. No outage is made here, but a loaded machine can pass
         the outage machines' 0.3 s bound on a call: the crawl then pauses until a tick finds the store again,
         as a running crawl's does, and the write is made then."""
-        if not self.scheduler.flush_safely():
+        s = self.scheduler
+        if not s.flush_safely():
+            assert s.outage.down and s.phase != "broken", "a frontier error, not a time-out"
             self._tick_until_the_store_answers()
-            assert self.scheduler.flush_safely()
+            assert s.flush_safely()
 
     def _tick_until_the_store_answers(self) -> None:
         s = self.scheduler
