@@ -4,7 +4,8 @@ Hypothesis drives random sequences of what a crawl does to its scheduler: reques
 the engine asking for the next one, a page finished, failed or redirected, the store taking a
 lease back while its page downloads (then the page ends, fails or redirects: none of it is this
 process's to write), the crawl paused (the product store behind or down) and resumed, the tick,
-a graceful stop and a restart, and (ClosingInAnOutageMachine) a graceful stop that meets a
+the product store's writer starting (no suspect is tried until it has opened: a kill meanwhile is no
+suspect's doing), a graceful stop and a restart, and (ClosingInAnOutageMachine) a graceful stop that meets a
 frontier outage: the close waits for the store, or the process is killed while it waits. The engine is
 Scrapy's own (made, not started: the test is its loop); the store is a SQLite file or the
 shared Redis under a prefix of its own. After every step the store and the process agree:
@@ -49,6 +50,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.task import Clock
 
 from recordhound import settings as project_settings
+from recordhound import signals as store_signals
 from recordhound.frontier import closing as closing_module
 from recordhound.frontier import hostgate as hostgate_module
 from recordhound.frontier import serialize
@@ -126,6 +128,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.failed: list[str] = []
         self.tries: dict[str, int] = {}  # URL -> transient failures recorded (each one an attempt)
         self.paused = False
+        self.store_opening = False  # the product store's writer is starting (signals.store_opening)
         self.given_back_on_tick = False  # a tick ran since the pause began
         self.restarts = 0
         self.kills = 0
@@ -171,6 +174,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         scheduler.phase = "open"  # no tick loop or renewer: the rules run the tick
         self.expected = Counter()  # a new process: its stats start at 0
         self.clock = scheduler.engine_signals.clock = Clock()  # the reactor is not running: the rules move time
+        self.store_opening = False  # a new process: its store has said nothing yet
         if self.paused:
             pauses(crawler).hold(REASON)
         return scheduler
@@ -285,6 +289,25 @@ class SchedulerMachine(RuleBasedStateMachine):
     def _model_key(self, request: Request) -> str:
         """How the model names what ``request`` fetches (its URL; a subclass may name more)."""
         return request.url
+
+    @precondition(lambda self: not self.store_opening and self.scheduler.suspects.trying is None)
+    @rule()
+    def the_store_starts_opening(self) -> None:
+        """The product store's writer starts (at a process's start, before any suspect is tried): no suspect
+        is tried until it has opened, so a kill in that window is no suspect's doing; fresh pages go on."""
+        self.crawler.signals.send_catch_log(store_signals.store_opening)
+        self.store_opening = True
+
+    @precondition(lambda self: self.store_opening)
+    @rule()
+    def the_store_opened(self) -> None:
+        self.crawler.signals.send_catch_log(store_signals.store_opened)
+        self.store_opening = False
+
+    @invariant()
+    def no_suspect_is_tried_while_the_store_opens(self) -> None:
+        if self.store_opening:
+            assert self.scheduler.suspects.trying is None, "a suspect tried before the store opened"
 
     @precondition(lambda self: self.handed)
     @rule(data=st.data(), ok=st.booleans())
@@ -629,6 +652,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         s = self.scheduler
         if self.paused:
             pauses(self.crawler).release(REASON, quiet=True)
+        if self.store_opening:
+            self.the_store_opened()
         self._finish_in_flight()
         deadline = time.monotonic() + DRAIN_SECONDS
         while time.monotonic() < deadline:
