@@ -271,8 +271,13 @@ def apply_command(follow: bool) -> None:
     from recordhound.config import ReviewConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a service manager's stop ends it as Ctrl-C does
-    counts = run_apply(follow)
+    before = signal.getsignal(signal.SIGTERM)
+    if follow:  # a daemon: a service manager's stop ends it as Ctrl-C does (a one-off run stopped is no success)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        counts = run_apply(follow)
+    finally:
+        signal.signal(signal.SIGTERM, before)
     click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
                f"({ReviewConfig.from_settings(current_settings()).backend} queue)")
 

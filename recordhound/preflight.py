@@ -6,6 +6,7 @@ exits 1 instead of the engine's tracebacks."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+PASSWORD_PARAMETER = re.compile(r"(?i)((?:^|&)password=)[^&]*")  # a URL query's password (redis-py reads one)
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 # PostgreSQL's answers to a connection that no wait cures (a plain user error, exit 1, not ``Unavailable``):
@@ -235,9 +237,15 @@ def _open_review_file(config: ReviewConfig) -> None:
 
 
 def safe_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    if "@" in url and ":" in url.split("@", 1)[0].split("//", 1)[-1]:
-        scheme, rest = url.split("//", 1)
-        user = rest.split("@", 1)[0].split(":", 1)[0]
-        return f"{scheme}//{user}:***@{rest.split('@', 1)[1]}"
-    return url
+    """The URL without its password, for messages: the one in its user part (up to the last ``@``: a password
+    may hold one unescaped, as redis-py reads it) and a ``password=`` of its query."""
+    scheme, slashes, rest = url.partition("//")
+    if not slashes:
+        return url
+    address, mark, query = rest.partition("?")
+    if "@" in address:
+        user_part, host = address.rsplit("@", 1)
+        user, colon, _ = user_part.partition(":")
+        address = f"{user}:***@{host}" if colon else address
+    query = PASSWORD_PARAMETER.sub(r"\1***", query)
+    return f"{scheme}//{address}{mark}{query}"

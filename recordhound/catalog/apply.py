@@ -122,8 +122,13 @@ class ApplyWorker:
     def _unanswered(self, exc: Exception) -> bool:
         """The review queue's Redis does not answer now, or answers that it cannot serve yet (what a command
         says as ``Unavailable``, exit 75): a following worker waits for it. Not one that refuses (a password,
-        a database index), nor an error of a command it sent (an unknown command, a key of another type)."""
+        a database index), nor an error of a command it sent (an unknown command, a key of another type).
+        The embedded queue's file: locked by another process, a disk error (its refusals, a read-only or
+        corrupt file, are a ``RefusalError`` by now)."""
         from scrapy.settings import Settings
+
+        if not self.config.redis_url:
+            return is_transient(exc)
 
         from recordhound.exceptions import Unavailable as NotAnswering
         from recordhound.preflight import unreachable

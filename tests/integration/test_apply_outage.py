@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -155,6 +157,28 @@ def test_a_following_worker_started_while_the_review_queue_s_redis_is_down_waits
         finally:
             _stop(worker)
     _assert_applied(env, entry_ids)
+
+
+def test_a_following_worker_waits_while_another_process_holds_the_embedded_queue_locked(tmp_path: Path) -> None:
+    """The embedded queue's file locked by another connection past the worker's busy timeout (the admin's
+    request, a ``review`` command) is waited out by a following worker, not its end (a review found it ended
+    with exit 2). The queue's connection waits 60 s before it calls the file locked: 0.2 s here."""
+    with review_env("embedded", tmp_path) as env:
+        entry_ids = _decided(env)
+        worker = env.worker()
+        env.queue.store.db.execute("PRAGMA busy_timeout = 200")  # type: ignore[attr-defined]
+        locker = sqlite3.connect(env.queue_path, isolation_level=None, check_same_thread=False)
+        locker.execute("BEGIN EXCLUSIVE")
+        unlock = threading.Timer(2.0, lambda: (locker.execute("ROLLBACK"), locker.close()))
+        unlock.start()
+        deadline = time.monotonic() + 60
+        try:
+            counts = worker.run(follow=True, stop=lambda: worker.counts["completed"] == len(NAMES)
+                                or time.monotonic() > deadline)
+        finally:
+            unlock.join()
+        assert counts["outage_waits"] >= 2 and counts["completed"] == len(NAMES), counts
+        _assert_applied(env, entry_ids)
 
 
 def _decided(env: ReviewEnv) -> list[int]:

@@ -306,6 +306,7 @@ class SchedulerMachine(RuleBasedStateMachine):
 
     @invariant()
     def no_suspect_is_tried_while_the_store_opens(self) -> None:
+        assert self.scheduler.suspects.store_opening == self.store_opening, "the store's signal was not heard"
         if self.store_opening:
             assert self.scheduler.suspects.trying is None, "a suspect tried before the store opened"
 
