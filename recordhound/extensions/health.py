@@ -35,9 +35,12 @@ class CrawlHealthMonitor(Monitor):
 
     @monitors.name("pages fetched")
     def test_pages_were_fetched(self) -> None:
+        """The shop answered none of the requests this run leased. A redirect is an answer: a node whose only
+        lease redirected to a page another node had done (dropped as seen) reaches no ``response_received``
+        (CI met it: the second of two nodes exited 1, "fetched no page")."""
         stats = self._stats()
         leased = stats.get(FRONTIER + "leased", 0)
-        if leased and not stats.get("response_received_count", 0):
+        if leased and not stats.get("response_received_count", 0) and not stats.get("downloader/response_count", 0):
             reasons = ", ".join(f"{k.rsplit('/', 1)[-1]} {v}" for k, v in sorted(stats.items())
                                 if k.startswith("recordhound/errors/"))
             self.fail(f"fetched no page: {leased} leases, none answered ({reasons or 'no errors recorded'})")
