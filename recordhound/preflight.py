@@ -153,10 +153,26 @@ def unreachable(exc: BaseException, settings: Callable[[], BaseSettings]) -> Rec
     if orm is not None and _lost_database(exc, orm):
         return database_unreachable(database_url(settings()), exc)
     redis = sys.modules.get("redis")
-    met = exc.__cause__ if isinstance(exc, RecordhoundError) and not isinstance(exc, Unavailable) else exc
-    if redis is not None and isinstance(met, Exception) and _lost_redis(met, redis):
+    met = _redis_error(exc)
+    if redis is not None and met is not None and _lost_redis(met, redis):
         return redis_unreachable(redis_url(settings()), met)
     return None
+
+
+def redis_not_answering(exc: BaseException) -> bool:
+    """``exc`` is a Redis that does not answer now, or answers that it cannot serve yet: what ``unreachable``
+    says as ``Unavailable`` (not one that refuses, nor an error of a command sent)."""
+    import redis
+
+    met = _redis_error(exc)
+    return met is not None and _lost_redis(met, redis) and isinstance(redis_unreachable("", met), Unavailable)
+
+
+def _redis_error(exc: BaseException) -> Exception | None:
+    """The error a command met: ``exc``, or the one behind a recordhound error that wraps it (the review
+    queue's)."""
+    met = exc.__cause__ if isinstance(exc, RecordhoundError) and not isinstance(exc, Unavailable) else exc
+    return met if isinstance(met, Exception) else None
 
 
 def when_reachable(open_: Callable[[], T], settings: Callable[[], BaseSettings], doing: str, cap_seconds: float) -> T:

@@ -125,17 +125,9 @@ class ApplyWorker:
         a database index), nor an error of a command it sent (an unknown command, a key of another type).
         The embedded queue's file: locked by another process, a disk error (its refusals, a read-only or
         corrupt file, are a ``RefusalError`` by now)."""
-        from scrapy.settings import Settings
+        from recordhound.preflight import redis_not_answering
 
-        if not self.config.redis_url:
-            return is_transient(exc)
-
-        from recordhound.exceptions import Unavailable as NotAnswering
-        from recordhound.preflight import unreachable
-
-        urls = Settings({"RECORDHOUND_DATABASE_URL": self.engine.url.render_as_string(hide_password=False),
-                         "RECORDHOUND_REDIS_URL": self.config.redis_url})
-        return isinstance(unreachable(exc, lambda: urls), NotAnswering)
+        return redis_not_answering(exc) if self.config.redis_url else is_transient(exc)
 
     def _lease(self) -> list[Doc]:
         """The next batch of jobs (entries past their time-to-live expired first); a refusal of the review
