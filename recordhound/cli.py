@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import subprocess
 import sys
 from collections import Counter
@@ -271,35 +270,33 @@ def apply_command(follow: bool) -> None:
     from recordhound.config import ReviewConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    before = signal.getsignal(signal.SIGTERM)
-    if follow:  # a daemon: a service manager's stop ends it as Ctrl-C does (a one-off run stopped is no success)
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        counts = run_apply(follow)
-    finally:
-        signal.signal(signal.SIGTERM, before)
+    counts = run_apply(follow)
     click.echo(f"applied {counts['completed']} decisions, {counts['failed']} failed "
                f"({ReviewConfig.from_settings(current_settings()).backend} queue)")
 
 
 def run_apply(follow: bool, progress: Progress | None = None) -> Counter[str]:
     """Run the apply worker over the project's database and review queue. Following, it is a daemon: a product
-    DB or Redis that does not answer yet is waited for (one line per try), as ``worker`` waits for its."""
+    DB or Redis that does not answer yet is waited for (one line per try), as ``worker`` waits for its, and
+    SIGTERM stops it as Ctrl-C does: after the batch in hand (``catalog.stop``)."""
     from recordhound.catalog.apply import OUTAGE_CAP_SECONDS, open_worker
+    from recordhound.catalog.stop import StopAfterBatch
     from recordhound.preflight import when_reachable
 
-    try:
-        if follow:
-            worker = when_reachable(lambda: open_worker(current_settings()), current_settings, "starting",
-                                    OUTAGE_CAP_SECONDS)
-        else:
-            worker = open_worker(current_settings())
-    except KeyboardInterrupt:
-        return Counter()
-    try:
-        return worker.run(follow=follow, progress=progress)
-    except KeyboardInterrupt:
-        return worker.counts
+    with StopAfterBatch().installed(follow) as stop:
+        try:
+            if follow:
+                worker = when_reachable(lambda: open_worker(current_settings()), current_settings, "starting",
+                                        OUTAGE_CAP_SECONDS)
+            else:
+                worker = open_worker(current_settings())
+        except KeyboardInterrupt:
+            return Counter()
+        stop.worker = worker
+        try:
+            return worker.run(follow=follow, stop=stop.requested, progress=progress)
+        except KeyboardInterrupt:
+            return worker.counts
 
 
 def _register() -> None:

@@ -78,6 +78,7 @@ class ApplyWorker:
         self.engine, self.queue, self.writer, self.config = engine, queue, writer, config
         self.name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"  # two workers of one process differ
         self.counts: Counter[str] = Counter()
+        self.busy = False  # it holds a batch, from its lease to its acks (a first stop waits: ``catalog.stop``)
 
     def run(self, follow: bool = False, stop: Any = None, progress: Progress | None = None) -> Counter[str]:
         """Apply approved jobs until the queue is empty (or, with ``follow``, until ``stop()``).
@@ -89,31 +90,38 @@ class ApplyWorker:
         logger.info("Apply worker %s: applying the decisions of the %s review queue%s", self.name,
                     self.config.backend, " as they come" if follow else "")
         outage = 0
-        while stop is None or not stop():
-            try:
-                jobs = self._lease()
-            except Exception as exc:
-                if not follow or not self._unanswered(exc):
-                    raise
-                outage += 1
-                delay = backoff_seconds(outage, OUTAGE_CAP_SECONDS)
-                logger.warning("The review queue is unreachable (%s): leasing again in %.1f s", reason(exc), delay)
-                self.counts["outage_waits"] += 1
-                _wait(delay, stop)
-                continue
-            outage = 0
-            if not jobs:
-                if not follow:
-                    break
-                time.sleep(self.config.poll_seconds)
-                continue
-            self._apply_through_outages(jobs, stop)
-            if progress is not None:
-                progress(self.counts, time.monotonic() - started)
-            if time.monotonic() - last_log >= 10:
-                last_log = time.monotonic()
-                logger.info("Applied %d jobs (%.1f/s), %d failed", self.counts["completed"],
-                            self.counts["completed"] / (last_log - started), self.counts["failed"])
+        try:
+            while stop is None or not stop():
+                self.busy = True
+                try:
+                    jobs = self._lease()
+                except Exception as exc:
+                    self.busy = False
+                    if not follow or not self._unanswered(exc):
+                        raise
+                    outage += 1
+                    delay = backoff_seconds(outage, OUTAGE_CAP_SECONDS)
+                    logger.warning("The review queue is unreachable (%s): leasing again in %.1f s", reason(exc), delay)
+                    self.counts["outage_waits"] += 1
+                    _wait(delay, stop)
+                    continue
+                outage = 0
+                if jobs:
+                    self._apply_through_outages(jobs, stop)
+                self.busy = False
+                if not jobs:
+                    if not follow:
+                        break
+                    time.sleep(self.config.poll_seconds)
+                    continue
+                if progress is not None:
+                    progress(self.counts, time.monotonic() - started)
+                if time.monotonic() - last_log >= 10:
+                    last_log = time.monotonic()
+                    logger.info("Applied %d jobs (%.1f/s), %d failed", self.counts["completed"],
+                                self.counts["completed"] / (last_log - started), self.counts["failed"])
+        finally:
+            self.busy = False  # (an error ends the run: a stop then is heard at once)
         return self.counts
 
     def _refused(self, exc: BaseException) -> RefusalError | None:
