@@ -112,7 +112,7 @@ def _check_database(url: str) -> None:
     """The product database answers, and its schema is not newer than this code's. Read with the
     driver (``db/revision.py``): the crawler leaves SQLAlchemy to its writer process; a URL only
     SQLAlchemy reads is checked with it."""
-    from recordhound.db.revision import NotPlain, Unreachable, is_newer, newer_schema, stored_revision
+    from recordhound.db.revision import NotPlain, Unreachable, stored_revision, unusable_schema
 
     try:
         try:
@@ -121,8 +121,8 @@ def _check_database(url: str) -> None:
             revision = _stored_revision_by_sqlalchemy(url)
     except Unreachable as exc:
         raise database_unreachable(url, exc) from exc
-    if revision is not None and is_newer(revision):
-        raise RecordhoundError(newer_schema(f"DATABASE_URL={safe_url(url)}", revision))
+    if (unusable := unusable_schema(f"DATABASE_URL={safe_url(url)}", revision)) is not None:
+        raise RecordhoundError(unusable)
 
 
 def database_unreachable(url: str, exc: BaseException) -> RecordhoundError:

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from recordhound.db.engine import lock_for_writing, make_engine
-from recordhound.db.revision import is_newer, newer_schema, packaged_head
+from recordhound.db.revision import packaged_head, unusable_schema
 from recordhound.exceptions import RecordhoundError
 
 if TYPE_CHECKING:
@@ -84,13 +84,13 @@ def stored_revision(engine: Engine) -> str | None:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to ``revision``; several nodes may call this at once. A schema newer than this
-    code's (a newer recordhound migrated it) is one :class:`RecordhoundError` saying so, not Alembic's
-    "Can't locate revision"."""
+    code's (a newer recordhound migrated it), or another application's, is one :class:`RecordhoundError`
+    saying so, not Alembic's "Can't locate revision"."""
     stored = stored_revision(engine)
     if revision == "head" and stored == packaged_head():
         return
-    if stored is not None and is_newer(stored):
-        raise RecordhoundError(newer_schema(engine.url.render_as_string(hide_password=True), stored))
+    if (unusable := unusable_schema(engine.url.render_as_string(hide_password=True), stored)) is not None:
+        raise RecordhoundError(unusable)
     from alembic import command
 
     config = alembic_config()
@@ -102,7 +102,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def open_database(url: str) -> Engine:
-    """An engine on the product database, its schema migrated to the current revision."""
+    """An engine on the product database, its schema migrated to the current revision. One that could not be
+    migrated is disposed of at once (a daemon tries again while it waits: no session held per try)."""
     engine = make_engine(url)
-    upgrade(engine)
+    try:
+        upgrade(engine)
+    except BaseException:
+        engine.dispose()
+        raise
     return engine

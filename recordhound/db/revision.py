@@ -37,10 +37,19 @@ def is_newer(revision: str | None) -> bool:
     return revision is not None and revision.isdigit() and len(revision) == len(head) and revision > head
 
 
-def newer_schema(where: str, revision: str) -> str:
-    """What to say of a database at ``where`` whose schema ``revision`` is newer than this code's."""
-    return (f"the product database at {where} has schema revision {revision}, newer than this recordhound's "
-            f"{packaged_head()}: upgrade recordhound on this node, or set DATABASE_URL to another database")
+def unusable_schema(where: str, revision: str | None) -> str | None:
+    """What to say of a database at ``where`` whose stored schema ``revision`` this code cannot migrate: one
+    newer than this code's (a newer recordhound migrated it), or one no recordhound wrote (another application
+    that Alembic manages too: recordhound's revisions are numbered). None: it can be migrated."""
+    if revision is None:
+        return None
+    if not (revision.isdigit() and len(revision) == len(packaged_head())):
+        return (f"the product database at {where} has schema revision {revision!r}, which is not recordhound's "
+                f"(a database of another application?): set DATABASE_URL to a database of recordhound's own")
+    if is_newer(revision):
+        return (f"the product database at {where} has schema revision {revision}, newer than this recordhound's "
+                f"{packaged_head()}: upgrade recordhound on this node, or set DATABASE_URL to another database")
+    return None
 
 
 def stored_revision(url: str) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from recordhound.db.revision import NotPlain, Unreachable, is_newer, packaged_head, stored_revision
+from recordhound.db.revision import NotPlain, Unreachable, is_newer, packaged_head, stored_revision, unusable_schema
 
 
 def _database(path: Path, *revisions: str) -> str:
@@ -42,7 +42,19 @@ def test_only_a_numbered_revision_above_the_packaged_head_is_newer() -> None:
     head = packaged_head()
     assert not is_newer(head) and not is_newer(None) and not is_newer("0001")
     assert is_newer(f"{int(head) + 1:04d}") and is_newer("9999")
-    assert not is_newer("ae1027a6acf") and not is_newer("99999")  # not one of ours: the upgrade says
+    assert not is_newer("ae1027a6acf") and not is_newer("99999")  # not one of ours: see below
+
+
+def test_a_revision_newer_than_the_code_s_or_not_recordhound_s_cannot_be_migrated() -> None:
+    head = packaged_head()
+    for migratable in (None, "0001", head):
+        assert unusable_schema("x.db", migratable) is None
+    for newer in (f"{int(head) + 1:04d}", "9999"):
+        assert f"x.db has schema revision {newer}, newer than this recordhound's {head}" in str(
+            unusable_schema("x.db", newer))
+    for theirs in ("ae1027a6acf", "99999", "001", "", "1a2b"):  # another application's (Alembic's own ids: hex)
+        said = str(unusable_schema("x.db", theirs))
+        assert f"x.db has schema revision {theirs!r}, which is not recordhound's" in said
 
 
 def test_the_connect_timeout_is_10_s_unless_the_url_or_libpq_s_environment_says_another(
