@@ -76,15 +76,34 @@ def project_settings() -> BaseSettings:
     return get_project_settings()
 
 
+# The product databases recordhound stores to, and the drivers it installs (a URL's ``backend+driver``).
+DATABASE_DRIVERS = {"sqlite": ("", "pysqlite"), "postgresql": ("", "psycopg")}
+
+
 def database_url(settings: BaseSettings | None = None) -> str:
-    """The product database: the setting, then $DATABASE_URL, then the SQLite file."""
+    """The product database: the setting, then $DATABASE_URL, then the SQLite file. ``postgres://`` (what
+    many hosts give) reads as ``postgresql://``; a URL of another database or driver is a ``ConfigError``."""
     configured = settings.get("RECORDHOUND_DATABASE_URL") if settings else ""
-    if configured:
-        return str(configured)
-    if os.environ.get("DATABASE_URL"):
-        return os.environ["DATABASE_URL"]
+    if configured or os.environ.get("DATABASE_URL"):
+        return _product_url(str(configured or os.environ["DATABASE_URL"]))
     path = settings.get("RECORDHOUND_SQLITE_PATH") if settings else "recordhound.sqlite3"
     return f"sqlite:///{os.path.abspath(path or 'recordhound.sqlite3')}"
+
+
+def _product_url(url: str) -> str:
+    from recordhound.preflight import safe_url
+
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise ConfigError("RECORDHOUND_DATABASE_URL / DATABASE_URL must be an SQLAlchemy URL such as "
+                          f"sqlite:///path.db or postgresql+psycopg://user@host/db, got {url!r}")
+    backend, _, driver = scheme.lower().partition("+")
+    backend = "postgresql" if backend == "postgres" else backend
+    if driver not in DATABASE_DRIVERS.get(backend, ()):
+        raise ConfigError(f"RECORDHOUND_DATABASE_URL / DATABASE_URL: recordhound stores to SQLite or PostgreSQL "
+                          f"through psycopg (sqlite:///path.db, postgresql+psycopg://user@host/db), not {scheme}: "
+                          f"got {safe_url(url)}")
+    return f"{backend}{'+' if driver else ''}{driver}://{rest}"
 
 
 @dataclass(frozen=True)
@@ -103,14 +122,8 @@ class StoreConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
-        url = database_url(settings)
-        if "://" not in url:
-            raise ConfigError(
-                f"RECORDHOUND_DATABASE_URL / DATABASE_URL must be an SQLAlchemy URL such as "
-                f"sqlite:///path.db or postgresql+psycopg://user@host/db, got {url!r}"
-            )
         return cls(
-            database_url=url,
+            database_url=database_url(settings),
             auto_upgrade=_bool(settings, "RECORDHOUND_DB_AUTO_UPGRADE"),
             batch_size=positive_int(settings, "RECORDHOUND_STORE_BATCH_SIZE"),
             flush_seconds=positive_float(settings, "RECORDHOUND_STORE_FLUSH_SECONDS"),
