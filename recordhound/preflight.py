@@ -100,9 +100,12 @@ def redis_unreachable(url: str, exc: Exception) -> RecordhoundError:
         advice = "its memory is full (maxmemory): free some or raise it"
     elif refused:
         advice = "check the user, password and database index in REDIS_URL"
+    elif isinstance(exc, redis.ResponseError):
+        advice = "it answers that it cannot serve now: try again"
+    elif url.startswith("rediss") and isinstance(exc, redis.TimeoutError):  # (the handshake waits for an answer)
+        advice = "start Redis (a Redis without TLS never answers rediss://: use redis:// for it)"
     else:
-        advice = "it answers that it cannot serve now: try again" if isinstance(exc, redis.ResponseError) else \
-            "start Redis"
+        advice = "start Redis"
     return (RecordhoundError if refused else Unavailable)(
         f"cannot reach Redis at REDIS_URL={safe_url(url)}: {exc}; {advice}, or unset REDIS_URL to use the "
         f"embedded frontier")

@@ -82,6 +82,15 @@ def test_a_redis_that_does_not_answer_is_one_line_and_exit_75(command: str, url:
     _one_error_line(result, 75, f"error: cannot reach Redis at REDIS_URL={url}: ")
 
 
+def test_tls_at_a_redis_that_does_not_speak_it_says_so(tmp_path: Path) -> None:
+    """``rediss://`` at the shared Redis (no TLS): it never answers the handshake. Before, the advice was to
+    start the Redis that runs."""
+    tls = make_url(REDIS_URL).set(drivername="rediss").render_as_string(hide_password=False)
+    result = _run(tmp_path, REDIS_COMMANDS["frontier status"], REDIS_URL=tls)
+    _one_error_line(result, 75, f"error: cannot reach Redis at REDIS_URL={tls}: ")
+    assert "a Redis without TLS never answers rediss://" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("command", ["frontier status", "frontier failed", "review list"])  # (apply: its own words)
 @pytest.mark.parametrize("url", [_WRONG_USER, _NO_DB_INDEX])
 def test_a_redis_that_refuses_is_one_line_and_exit_2_saying_what_to_check(command: str, url: str,
