@@ -222,4 +222,5 @@ def _json_array(text: str) -> Iterator[Row]:
 def _object(line: int, value: Any) -> dict[str, Any] | BadRow:
     if not isinstance(value, dict):
         return BadRow(line, f"expected an object, got {type(value).__name__}")
-    return {k: v if isinstance(v, list) or v is None else str(v) for k, v in value.items()}
+    # (a list or an object stays one: the importer refuses it where one value is expected)
+    return {k: v if isinstance(v, (list, dict)) or v is None else str(v) for k, v in value.items()}

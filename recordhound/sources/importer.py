@@ -70,9 +70,10 @@ class FileImport:
         first = int(meta.get("last_parsed_line") or 0) + 1 if resume else 1
         self.errors = list(meta.get("line_errors") or []) if resume else []
         self.counts = Counter(meta.get("counts") or {}) if resume else Counter()
-        update_source_meta(self.engine, source_id, {
-            "status": "in_progress", "file": self.path, "total_lines": total, "error_message": None,
-            "last_parsed_line": first - 1, "started_at": now_iso(), "line_errors": self.errors})
+        update_source_meta(self.engine, source_id, {  # (the counts too: a run killed before its first progress
+            "status": "in_progress", "file": self.path, "total_lines": total, "error_message": None,  # resumes
+            "last_parsed_line": first - 1, "started_at": now_iso(), "line_errors": self.errors,  # with these)
+            "counts": dict(self.counts)})
         if first > 1:
             logger.info("Resuming %s at line %d of %d", self.path, first, total)
         return source_id, first, total
@@ -82,14 +83,17 @@ class FileImport:
         batch: list[Release] = []
         bad: list[tuple[int, str]] = []
         line = first - 1
+        at = f"line {first}"  # where an error that ends the import met it
         try:
             for line, row in read_rows(self.path, self.kind):
                 if line < first:
                     continue
+                at = f"line {line}"
                 item = self._item(line, row, bad)
                 if item is not None:
                     batch.append(item)
                 if len(batch) >= self.batch_size or len(bad) >= self.batch_size:
+                    at = f"the batch of rows up to line {line}"
                     self._flush(source_id, batch, bad, line)
                     batch, bad = [], []
                     if self.should_stop():
@@ -99,10 +103,12 @@ class FileImport:
                         last_log = time.monotonic()
                         logger.info("Line %d of %d (%.0f lines/s): %s", line, total,
                                     (line - first + 1) / (last_log - started), dict(self.counts))
+                at = f"line {line + 1}"
+            at = f"the batch of rows up to line {line}"
             self._flush(source_id, batch, bad, line)
         except Exception as exc:
             update_source_meta(self.engine, source_id, {
-                "status": "failed", "error_message": f"line {line + 1}: {type(exc).__name__}: {exc}",
+                "status": "failed", "error_message": f"{at}: {type(exc).__name__}: {exc}",
                 "parsed_at": now_iso()})
             raise
         update_source_meta(self.engine, source_id, {
@@ -114,7 +120,14 @@ class FileImport:
         if isinstance(row, BadRow):
             bad.append((line, row.reason))
             return None
-        outcome = normalize_release(self._raw(line, row), self.profile)
+        try:
+            outcome = normalize_release(self._raw(line, row), self.profile)
+        except BadValue as exc:
+            bad.append((line, str(exc)))
+            return None
+        except Exception as exc:  # noqa: BLE001 - a row that cannot be read is that row's error, never the file's
+            bad.append((line, f"{type(exc).__name__}: {exc}"))
+            return None
         if outcome.release is None:
             bad.append((line, outcome.rejected or "unusable row"))
             return None
@@ -127,26 +140,51 @@ class FileImport:
         for name, spec in self.profile.fields.items():
             value = row.get(spec.selectors[0].query)
             if name in MANY_FIELDS:
-                value = [str(v) for v in value] if isinstance(value, list) else ([value] if value else [])
+                value = [str(_one(name, v)) for v in (value if isinstance(value, list) else [value])
+                         if v not in (None, "")]
+            elif value is not None:
+                value = _one(name, value)
             values[name] = value
         return RawRelease(source=self.profile.name, url=f"{self.path}#line={line}", line=line, **values)
 
     def _flush(self, source_id: int, batch: list[Release], bad: list[tuple[int, str]], line: int) -> None:
+        refused: list[tuple[int, str]] = []  # rows the writer cannot write (a value longer than its column...)
         if batch:
             result = self.writer.write(source_id, batch)
             failpoints.hit("import.after_commit")
             self.counts.update({k: v for k, v in result.counts.items()
                                 if k in ("stored", "parked", "rejected", "prices_held")})
+            self.counts["rejected"] += result.counts["invalid"]  # (recorded in the review queue by the writer)
+            refused = [(int(where.removeprefix("line ")), reason) for where, reason in result.rejections]
         if bad:
             self.writer.queue.reject([
                 (f"{source_id}:line:{n}", {"line": n}, gate.Origin(source_id, self.profile.name, f"line {n}"),
                  reason) for n, reason in bad])
             self.counts["rejected"] += len(bad)
-            self.errors = (self.errors + [{"line": n, "reason": r} for n, r in bad])[-ERRORS_KEPT:]
-            for n, reason in bad:
+        if bad or refused:
+            errors = sorted(bad + refused)
+            self.errors = (self.errors + [{"line": n, "reason": r} for n, r in errors])[-ERRORS_KEPT:]
+            for n, reason in errors:
                 logger.warning("%s line %d: %s", self.path, n, reason)
         update_source_meta(self.engine, source_id, {
             "last_parsed_line": line, "parsed_at": now_iso(), "counts": dict(self.counts),
             "line_errors": self.errors})
         self.progress(line)
 
+
+
+class BadValue(ValueError):
+    """A row's value that no field can take: the row is a line error."""
+
+
+def _one(name: str, value: Any) -> Any:
+    """``value`` as one value of field ``name``: a JSON list or object where one value is expected, or text
+    that is not UTF-8 (a lone surrogate escape, which JSON allows), is the row's error."""
+    if isinstance(value, (list, dict)):
+        raise BadValue(f"{name}: {'a list' if isinstance(value, list) else 'an object'} where one value is expected")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BadValue(f"{name}: not UTF-8 text (a lone surrogate at character {exc.start + 1})") from None
+    return value

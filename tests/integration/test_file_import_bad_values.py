@@ -1,0 +1,66 @@
+"""`recordhound import` of rows whose values cannot be used: a list where one value is expected, a lone
+surrogate escape (valid JSON, not UTF-8 text), a title longer than the releases table holds, a null among
+an artist list. Each such row is one line error with its number, counted as rejected; every other row of
+the file lands once, and the import completes (exit 0). Before, the first two ended the import with a
+traceback at that line on every resume (nothing after it was ever imported), and the writer's refusals
+were neither counted nor recorded. Re-imported and killed after its first batch, then resumed: the counts
+are the file's, not twice. SQLite + embedded queue, PostgreSQL + Redis queue."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.integration.dbcheck import ProductDb
+from tests.integration.review_env import ReviewEnv
+from tests.integration.test_file_import_broken_lines import CSV, CSV_STORED, _assert_errors, _import, _outcome, env
+
+__all__ = ["env"]  # (the fixture)
+
+ROWS = [
+    {"sku": "1", "title": "Tago Mago", "artists": "Can", "price": "29.99"},
+    {"sku": "2", "title": "Blue Lines", "artists": "Massive Attack", "price": ["19.99"]},  # one price, two given
+    {"sku": "3", "title": "Low", "artists": "David Bowie", "price": "22.99"},
+    "LONE_SURROGATE",
+    {"sku": "5", "title": "Future Days", "artists": ["Can", None, ""], "price": "21.99"},  # a null among names
+    {"sku": {"id": "6"}, "title": "Closer", "artists": "Joy Division", "price": "20.99"},  # an object as the SKU
+    {"sku": "7", "title": "x" * 400, "artists": "Joy Division", "price": "20.99"},  # longer than titles are
+    {"sku": "8", "title": "Unknown Pleasures", "artists": "Joy Division", "price": "21.99"},
+]
+SURROGATE_LINE = '{"sku": "4", "title": "Bj\\ud800rk", "artists": "Bjork", "price": "18.99"}'  # valid JSON
+STORED = ["1", "3", "5", "8"]
+ERRORS = {2: "price: a list where one value is expected", 4: "title: not UTF-8 text",
+          6: "external_id: an object where one value is expected", 7: "title is"}
+
+
+def test_rows_with_values_that_cannot_be_used_are_line_errors_and_the_rest_is_imported(
+        env: ReviewEnv, tmp_path: Path) -> None:
+    feed = tmp_path / "catalog.jsonl"
+    feed.write_text("".join((SURROGATE_LINE if row == "LONE_SURROGATE" else json.dumps(row)) + "\n" for row in ROWS))
+    said = _import(env, tmp_path, feed)
+    skus, meta = _outcome(env)
+    assert skus == STORED, said[-3000:]
+    assert meta["status"] == "completed" and meta["last_parsed_line"] == len(ROWS), meta
+    _assert_errors(meta, ERRORS)
+    assert meta["counts"]["stored"] == len(STORED) and meta["counts"]["rejected"] == len(ERRORS), meta["counts"]
+    for line in ERRORS:
+        assert f"catalog.jsonl line {line}: " in said, said[-3000:]
+    db = ProductDb(env.database_url)
+    try:
+        assert sorted(name for (name,) in db.rows("SELECT name FROM artists")) == ["Can", "David Bowie",
+                                                                                   "Joy Division"]
+        assert db.scalar("SELECT count(*) FROM release_artists ra JOIN releases r ON r.id = ra.release_id "
+                         "WHERE r.title = 'Future Days'") == 1
+    finally:
+        db.close()
+
+
+def test_a_re_import_killed_after_its_first_batch_counts_the_file_once(env: ReviewEnv, tmp_path: Path) -> None:
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(CSV)
+    _import(env, tmp_path, feed)
+    _import(env, tmp_path, feed, "--restart", failpoints="import.after_commit=kill@1")
+    _import(env, tmp_path, feed)
+    skus, meta = _outcome(env)
+    assert skus == sorted(CSV_STORED) and meta["status"] == "completed"
+    assert meta["counts"]["stored"] == len(CSV_STORED), meta["counts"]
