@@ -64,7 +64,8 @@ def run_import(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Bea
         status["now"] = beat(changes)
 
     run = FileImport(profile, job.doc.get("file") or profile.location, engine, writer, config.import_batch,
-                     progress=progress, should_stop=lambda: status["now"] == states.STOPPING)
+                     progress=progress, should_stop=lambda: status["now"] == states.STOPPING,
+                     retry_max_seconds=store.retry_max_seconds)
     source_id, first["line"], total["lines"] = run.prepare(restart=bool(job.doc.get("restart")))
     beat({"progress": {"done": first["line"] - 1, "total": total["lines"], "unit": "lines"}, "restart": False})
     result = run.run(source_id, first["line"], total["lines"])

@@ -143,7 +143,8 @@ def import_file(source: str, path: str | None, restart: bool, batch_size: int) -
     store, review = StoreConfig.from_settings(project), ReviewConfig.from_settings(project)
     engine = open_database(store.database_url)
     writer = open_writer(engine, store, review, trusted=profile.trusted or review.trust_new_entities)
-    job = FileImport(profile, path or profile.location, engine, writer, batch_size)
+    job = FileImport(profile, path or profile.location, engine, writer, batch_size,
+                     retry_max_seconds=store.retry_max_seconds)
     source_id, first, total = job.prepare(restart)
     with click.progressbar(length=total, label=f"{source} lines", show_pos=True, file=sys.stderr) as bar:
         bar.update(first - 1)

@@ -18,12 +18,15 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, select
 
 from recordhound.db.models import Source
 from recordhound import failpoints
+from recordhound.backoff import backoff_seconds
+from recordhound.catalog.errors import is_transient, refusal
+from recordhound.exceptions import reason
 from recordhound.catalog.writer import CatalogWriter
 from recordhound.db.sources import ensure_source, update_source_meta
 from recordhound.text import now_iso
@@ -35,6 +38,7 @@ from recordhound.sources.profile import MANY_FIELDS, Profile
 
 logger = logging.getLogger(__name__)
 ERRORS_KEPT = 100
+T = TypeVar("T")
 
 
 @dataclass
@@ -50,12 +54,13 @@ class ImportResult:
 class FileImport:
     def __init__(self, profile: Profile, path: str, engine: Engine, writer: CatalogWriter,
                  batch_size: int = 500, progress: Callable[[int], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> None:
+                 should_stop: Callable[[], bool] | None = None, retry_max_seconds: float = 30.0) -> None:
         self.profile, self.path = profile, os.path.abspath(path)
         self.kind = file_kind(path, profile.kind)
         self.engine, self.writer, self.batch_size = engine, writer, batch_size
         self.progress = progress or (lambda _: None)
         self.should_stop = should_stop or (lambda: False)  # asked after each batch: stop there (resumable)
+        self.retry_max_seconds = retry_max_seconds  # the longest wait between two tries while a store is away
         self.counts: Counter[str] = Counter()
         self.errors: list[dict[str, Any]] = []
 
@@ -150,26 +155,44 @@ class FileImport:
     def _flush(self, source_id: int, batch: list[Release], bad: list[tuple[int, str]], line: int) -> None:
         refused: list[tuple[int, str]] = []  # rows the writer cannot write (a value longer than its column...)
         if batch:
-            result = self.writer.write(source_id, batch)
+            result = self._through_outages(lambda: self.writer.write(source_id, batch), f"rows up to line {line}")
             failpoints.hit("import.after_commit")
             self.counts.update({k: v for k, v in result.counts.items()
                                 if k in ("stored", "parked", "rejected", "prices_held")})
             self.counts["rejected"] += result.counts["invalid"]  # (recorded in the review queue by the writer)
             refused = [(int(where.removeprefix("line ")), reason) for where, reason in result.rejections]
         if bad:
-            self.writer.queue.reject([
+            self._through_outages(lambda: self.writer.queue.reject([
                 (f"{source_id}:line:{n}", {"line": n}, gate.Origin(source_id, self.profile.name, f"line {n}"),
-                 reason) for n, reason in bad])
+                 why) for n, why in bad]), f"line errors up to line {line}")
             self.counts["rejected"] += len(bad)
         if bad or refused:
             errors = sorted(bad + refused)
             self.errors = (self.errors + [{"line": n, "reason": r} for n, r in errors])[-ERRORS_KEPT:]
-            for n, reason in errors:
-                logger.warning("%s line %d: %s", self.path, n, reason)
-        update_source_meta(self.engine, source_id, {
-            "last_parsed_line": line, "parsed_at": now_iso(), "counts": dict(self.counts),
-            "line_errors": self.errors})
+            for n, why in errors:
+                logger.warning("%s line %d: %s", self.path, n, why)
+        progress = {"last_parsed_line": line, "parsed_at": now_iso(), "counts": dict(self.counts),
+                    "line_errors": self.errors}
+        self._through_outages(lambda: update_source_meta(self.engine, source_id, progress), f"progress at line {line}")
         self.progress(line)
+
+    def _through_outages(self, call: Callable[[], T], what: str) -> T:
+        """``call()``, again while the product database or the review queue does not answer (each step of a
+        batch is idempotent: a row written again is found), waiting 0.5 s doubling to ``retry_max_seconds``,
+        one warning per try, as a crawl's store waits; a refusal (a role without rights...) is raised, as is the
+        error of a wait a stop ends (``should_stop``: the import resumes at the last batch recorded)."""
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except Exception as exc:
+                if not is_transient(exc) or refusal(exc) is not None or self.should_stop():
+                    raise
+                attempt += 1
+                delay = backoff_seconds(attempt, self.retry_max_seconds)
+                logger.warning("%s: the product database or the review queue is unreachable (%s): writing the %s "
+                               "again in %.1f s (try %d)", self.path, reason(exc), what, delay, attempt)
+                time.sleep(delay)
 
 
 
