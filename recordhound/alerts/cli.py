@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -13,6 +13,19 @@ from recordhound.cli_settings import current_settings, setting_option
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
+
+
+class _Decimal(click.ParamType):
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Decimal:
+        try:
+            return value if isinstance(value, Decimal) else Decimal(value)
+        except InvalidOperation:
+            self.fail(f"{value!r} is not a number", param, ctx)
+
+
+DECIMAL = _Decimal()
 
 
 def _engine() -> Engine:
@@ -31,8 +44,8 @@ def alerts() -> None:
 @alerts.command("add")
 @click.option("--kind", type=click.Choice([k.replace("_", "-") for k in KINDS]), required=True)
 @click.option("--notify", required=True, metavar="URL", help="an Apprise URL: json://host/path, slack://..., mailto://...")
-@click.option("--percent", type=Decimal, default=None, help="price-drop: a drop of at least this many percent")
-@click.option("--price", type=Decimal, default=None, help="price-below: a price below this")
+@click.option("--percent", type=DECIMAL, default=None, help="price-drop: a drop of at least this many percent")
+@click.option("--price", type=DECIMAL, default=None, help="price-below: a price below this")
 @click.option("--currency", default=None, help="price-below: only prices in this currency")
 @click.option("--source", default=None, help="only this source (by name)")
 @click.option("--release", type=int, default=None, help="only this release's offers (every shop, every format)")

@@ -73,10 +73,10 @@ def _due(engine: Engine, config: AlertsConfig) -> list[int]:
     now = datetime.now(UTC)
     stale = now - timedelta(seconds=config.claim_seconds)
     with engine.connect() as conn:
-        return list(conn.execute(select(AlertDelivery.id).where(or_(
+        return list(conn.execute(select(AlertDelivery.id).join(AlertRule).where(or_(
             and_(AlertDelivery.status == "pending", AlertDelivery.next_attempt_at <= now),
             and_(AlertDelivery.status == "sending", AlertDelivery.next_attempt_at <= stale),
-        )).order_by(AlertDelivery.id)).scalars())
+        ), AlertRule.removed_at.is_(None)).order_by(AlertDelivery.id)).scalars())
 
 
 def _next_wait(engine: Engine) -> float | None:
@@ -108,8 +108,13 @@ def _attempt(engine: Engine, config: AlertsConfig, delivery_id: int, sender: Sen
         values = {"status": "pending", "last_error": error,
                   "next_attempt_at": now + timedelta(seconds=config.backoff_seconds(attempts))}
         done.retrying += 1
-    with engine.begin() as conn:
-        conn.execute(update(AlertDelivery).where(AlertDelivery.id == delivery_id).values(**values))
+    with engine.begin() as conn:  # only while the claim is still this sender's (compare-and-set, as ``_claim``)
+        recorded = conn.execute(update(AlertDelivery).where(
+            AlertDelivery.id == delivery_id, AlertDelivery.status == "sending", AlertDelivery.attempts == attempts,
+        ).values(**values))
+    if not recorded.rowcount:  # this attempt outlasted RECORDHOUND_ALERTS_CLAIM_SECONDS: another sender took
+        logger.warning("Alert %s: attempt %d took longer than RECORDHOUND_ALERTS_CLAIM_SECONDS and another sender "
+                       "took it over; that sender's outcome stands (this one's: %s)", key, attempts, error or "sent")
 
 
 def _claim(engine: Engine, config: AlertsConfig, delivery_id: int) -> tuple[int, str, str, str, str] | None:
@@ -118,8 +123,11 @@ def _claim(engine: Engine, config: AlertsConfig, delivery_id: int) -> tuple[int,
     stale = now - timedelta(seconds=config.claim_seconds)
     with engine.begin() as conn:
         delivery = conn.execute(select(AlertDelivery.status, AlertDelivery.attempts, AlertDelivery.title,
-                                       AlertDelivery.body, AlertDelivery.dedupe_key, AlertRule.notify)
+                                       AlertDelivery.body, AlertDelivery.dedupe_key, AlertRule.notify,
+                                       AlertRule.removed_at)
                                 .join(AlertRule).where(AlertDelivery.id == delivery_id)).one()
+        if delivery.removed_at is not None:  # removed since ``_due`` (``remove_rule`` ends its deliveries)
+            return None
         claimed = conn.execute(update(AlertDelivery).where(
             AlertDelivery.id == delivery_id, AlertDelivery.status == delivery.status,
             AlertDelivery.attempts == delivery.attempts,

@@ -57,9 +57,10 @@ def _plan_rule(engine: Engine, rule: Any, now: datetime) -> int:
 
 def _insert(conn: Connection, rule: Any, found: list[Planned], now: datetime) -> None:
     kind = EVENT_KIND[rule.kind]
+    # (the found changes' range, not their list: one planning may find more than PostgreSQL's 65,535 parameters)
     taken = set(conn.execute(select(AlertDelivery.event_id).where(
         AlertDelivery.rule_id == rule.id, AlertDelivery.event_kind == kind,
-        AlertDelivery.event_id.in_([p.event_id for p in found]))).scalars()) if found else set()
+        AlertDelivery.event_id.between(found[0].event_id, found[-1].event_id))).scalars()) if found else set()
     rows = [{"rule_id": rule.id, "event_kind": kind, "event_id": p.event_id,
              "dedupe_key": dedupe_key(rule.id, kind, p.event_id), "title": p.title,
              "body": f"{p.body}\n\ndedupe key: {dedupe_key(rule.id, kind, p.event_id)}",

@@ -21,12 +21,19 @@ from sqlalchemy import Engine, func, select, update
 
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.ids import insert_with_ids
-from recordhound.db.models import AlertRule, CrawlSample, Offer, OfferHistory, Release, Source, StockChange
+from recordhound.db.models import (AlertDelivery, AlertRule, CrawlSample, Offer, OfferHistory, Release, Source,
+                                   StockChange)
 from recordhound.exceptions import AlertError
 
 EVENTS: dict[str, Any] = {"price_below": OfferHistory, "price_drop": OfferHistory,
                           "back_in_stock": StockChange, "crawl_failed": CrawlSample}
 KINDS = tuple(EVENTS)
+MAX_THRESHOLD = Decimal(10) ** 10  # alert_rules.threshold is NUMERIC(12, 2)
+MAX_ID = 2**31 - 1  # ids are INTEGER
+
+
+def _hundredths(value: Decimal) -> Decimal:
+    return value.quantize(Decimal("0.01"))
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,17 @@ def add_rule(engine: Engine, spec: RuleSpec) -> int:
 def _check(spec: RuleSpec) -> None:
     if spec.kind not in KINDS:
         raise AlertError(f"unknown alert kind {spec.kind!r}: use one of {', '.join(KINDS)}")
+    for option, value in (("--percent", spec.percent), ("--price", spec.price)):
+        if value is not None and (not value.is_finite() or abs(value) >= MAX_THRESHOLD):
+            raise AlertError(f"{option} {value} is not a number a rule holds (below {MAX_THRESHOLD:,})")
+    if spec.percent is not None and _hundredths(spec.percent) != spec.percent:
+        raise AlertError(f"--percent {spec.percent}: a rule holds a percent to two decimals (such as 12.5)")
+    if spec.currency is not None and not (len(spec.currency) == 3 and spec.currency.isascii()
+                                          and spec.currency.isalpha()):
+        raise AlertError(f"--currency {spec.currency!r} is not a currency code: three letters, such as EUR")
+    for option, wanted in (("--release", spec.release), ("--offer", spec.offer)):
+        if wanted is not None and not 0 < wanted <= MAX_ID:
+            raise AlertError(f"{option} {wanted} is not an id (1 to {MAX_ID:,})")
     if spec.kind == "price_drop" and not (spec.percent and 0 < spec.percent <= 100):
         raise AlertError("a price_drop rule needs --percent between 0 and 100 (a drop of that many percent)")
     if spec.kind == "price_below" and not (spec.price and spec.price > 0):
@@ -111,12 +129,15 @@ def describe(rule: Any, source_name: str | None) -> str:
 
 
 def remove_rule(engine: Engine, rule_id: int) -> None:
-    """The rule stops firing; it and its deliveries stay on record."""
+    """The rule stops firing: its alerts not yet sent are not sent (``failed``, "rule removed"; one being sent
+    right now may still arrive); it and its deliveries stay on record."""
     with engine.begin() as conn:
         done = conn.execute(update(AlertRule).where(AlertRule.id == rule_id, AlertRule.removed_at.is_(None))
                             .values(removed_at=datetime.now(UTC)))
         if not done.rowcount:
             raise AlertError(f"no active alert rule #{rule_id}: see `recordhound alerts list`")
+        conn.execute(update(AlertDelivery).where(AlertDelivery.rule_id == rule_id, AlertDelivery.status == "pending")
+                     .values(status="failed", last_error="rule removed"))
 
 
 def _private(url: str) -> str:
