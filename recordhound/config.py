@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,6 +20,8 @@ def _number(settings: BaseSettings, name: str, kind: type[int] | type[float], ze
         value = settings.getint(name) if kind is int else settings.getfloat(name)
     except ValueError as exc:
         raise ConfigError(f"{name} must be {what}, got {settings.get(name)!r}") from exc
+    if not math.isfinite(value):  # (nan passes every comparison below; inf waits forever)
+        raise ConfigError(f"{name} must be {what}, got {settings.get(name)!r}")
     if value < 0 or (value == 0 and not zero_ok):
         raise ConfigError(f"{name} must be {what} {'of 0 or more' if zero_ok else 'above 0'}, got {value}")
     return value

@@ -33,6 +33,8 @@ def _settings(**overrides: object) -> Settings:
     ("RECORDHOUND_STORE_BATCH_SIZE", "lots", "whole number"),
     ("RECORDHOUND_STORE_BATCH_SIZE", 0, "above 0"),
     ("RECORDHOUND_STORE_FLUSH_SECONDS", -1, "seconds above 0"),
+    ("RECORDHOUND_STORE_FLUSH_SECONDS", "nan", "got 'nan'"),  # (passes every comparison)
+    ("RECORDHOUND_STORE_FLUSH_SECONDS", "inf", "got 'inf'"),
     ("RECORDHOUND_DB_AUTO_UPGRADE", "perhaps", "true/false"),
     ("RECORDHOUND_DATABASE_URL", "postgres-at-home", "SQLAlchemy URL"),
     ("RECORDHOUND_DATABASE_URL", "mysql://shop:secret@127.0.0.1/catalog", "SQLite or PostgreSQL .* not mysql"),
