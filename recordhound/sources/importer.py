@@ -70,15 +70,21 @@ class FileImport:
         with self.engine.connect() as conn:
             meta: dict[str, Any] = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
         total = count_rows(self.path, self.kind)
+        stat = os.stat(self.path)
+        identity = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}  # the file the line numbers are of
         resume = (not restart and meta.get("status") in ("in_progress", "failed", "stopped")
                   and meta.get("file") == self.path)
+        if resume and meta.get("file_identity", identity) != identity:
+            logger.warning("%s changed since its import stopped at line %s: importing it from line 1 (rows already "
+                           "imported are found, not written twice)", self.path, meta.get("last_parsed_line"))
+            resume = False
         first = int(meta.get("last_parsed_line") or 0) + 1 if resume else 1
         self.errors = list(meta.get("line_errors") or []) if resume else []
         self.counts = Counter(meta.get("counts") or {}) if resume else Counter()
         update_source_meta(self.engine, source_id, {  # (the counts too: a run killed before its first progress
             "status": "in_progress", "file": self.path, "total_lines": total, "error_message": None,  # resumes
             "last_parsed_line": first - 1, "started_at": now_iso(), "line_errors": self.errors,  # with these)
-            "counts": dict(self.counts)})
+            "counts": dict(self.counts), "file_identity": identity})
         if first > 1:
             logger.info("Resuming %s at line %d of %d", self.path, first, total)
         return source_id, first, total

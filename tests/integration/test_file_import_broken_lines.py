@@ -132,3 +132,20 @@ def test_csv_a_multiline_last_column_is_one_row_and_stored(env: ReviewEnv, tmp_p
     assert skus == ["1", "2", "3", "4"]
     assert meta["status"] == "completed" and meta["total_lines"] == 4 and meta["last_parsed_line"] == 4
     assert meta["line_errors"] == []
+
+
+def test_a_file_replaced_after_a_kill_is_imported_from_its_first_line(env: ReviewEnv, tmp_path: Path) -> None:
+    """Killed at line 2, the feed at the same path replaced by a newer one with new rows at its top: the resume
+    reads the new file from line 1 (before: from line 3 of the new file, its first rows never imported)."""
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(CSV)
+    _import(env, tmp_path, feed, failpoints="import.after_commit=kill@2")
+    newer = CSV.replace(b"sku,title,artists,price\n", b"sku,title,artists,price\n"
+                        b"N1,Monster Movie,Can,27.99\nN2,Flow Motion,Can,23.99\nN3,Saw Delight,Can,19.99\n")
+    feed.write_bytes(newer)
+    said = _import(env, tmp_path, feed)
+    assert "changed since its import stopped at line 2" in said, said[-3000:]
+    skus, meta = _outcome(env)
+    assert skus == sorted(CSV_STORED | {"N1", "N2", "N3"}) and meta["status"] == "completed", skus
+    assert meta["total_lines"] == 11 and meta["last_parsed_line"] == 11
+    _assert_errors(meta, {line + 3: reason for line, reason in CSV_ERRORS.items()})
