@@ -46,6 +46,9 @@ Row = tuple[int, dict[str, Any] | BadRow]
 UNCLOSED = ("unclosed quote: the quoted field that opens on this line does not close on it; "
             "the lines after it are read as rows of their own")
 _START, _FIELD, _QUOTED, _CLOSING = range(4)  # where the CSV parser is: see _scan
+FIELD_CHARS = 16 * 2**20  # the longest CSV field read (the csv module's default: 131,072 characters)
+RECORD_LINES = 1_000  # a quoted field open for more lines than this is a quote never closed (memory stays
+RECORD_CHARS = 4 * 2**20  # bounded, and the lines are read again as rows), as is one of more characters
 
 
 def file_kind(path: str, declared: str) -> str:
@@ -92,6 +95,7 @@ def _line_not_utf8(text: str) -> str | None:
 
 
 def _csv(path: str) -> Iterator[Row]:
+    csv.field_size_limit(max(csv.field_size_limit(), FIELD_CHARS))
     with _text(path) as handle:
         lines = iter(handle)
         first = next(lines, "")
@@ -115,7 +119,11 @@ def _records(lines: Iterator[str], width: int) -> Iterator[list[str] | str]:
         return ahead.popleft() if ahead else next(lines, None)
 
     while (first := take()) is not None:
-        taken, values = _record(first, take, width)
+        try:
+            taken, values = _record(first, take, width)
+        except csv.Error as exc:  # (a field longer than FIELD_CHARS): this record's error, not the file's
+            yield f"cannot read it as CSV: {exc}"
+            continue
         if values is None:
             ahead.extendleft(reversed(taken[1:]))
             yield UNCLOSED
@@ -133,9 +141,12 @@ def _record(first: str, take: Callable[[], str | None], width: int) -> tuple[lis
     values = _parse([first])
     if not _open(values):
         return [first], values
-    taken, closed_badly = [first], False
+    taken, closed_badly, chars = [first], False, len(first)
     while (more := take()) is not None:
         taken.append(more)
+        chars += len(more)
+        if len(taken) > RECORD_LINES or chars > RECORD_CHARS:
+            return taken, None
         state, badly = _scan(more)
         closed_badly = closed_badly or badly
         if state != _QUOTED:

@@ -149,3 +149,22 @@ def test_a_file_replaced_after_a_kill_is_imported_from_its_first_line(env: Revie
     assert skus == sorted(CSV_STORED | {"N1", "N2", "N3"}) and meta["status"] == "completed", skus
     assert meta["total_lines"] == 11 and meta["last_parsed_line"] == 11
     _assert_errors(meta, {line + 3: reason for line, reason in CSV_ERRORS.items()})
+
+
+def test_a_huge_field_is_read_and_a_quote_open_for_a_thousand_lines_is_a_line_error(
+        env: ReviewEnv, tmp_path: Path) -> None:
+    """A 200,000-character field (the csv module's limit is 131,072: before, the whole file failed, nothing
+    imported), and a stray quote closed 1,200 lines later (before, that record's 1,200 lines were held, and
+    failed the file at the field limit): row 2 is stored, row 3 is a line error, the 1,200 rows after it and
+    the one that closes the quote's field are read as rows."""
+    filler = [f"F{n},Filler {n},Can,10.00,ok\n".encode() for n in range(1, 1201)]
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(b"sku,title,artists,price,notes\n1,Tago Mago,Can,29.99,plain\n"
+                     b'2,Blue Lines,Massive Attack,19.99,"' + b"x" * 200_000 + b'"\n'
+                     b'3,"Heroes,David Bowie,24.99,stray\n' + b"".join(filler) +
+                     b'4,Low,David Bowie,22.99,"closes the stray quote"\n')
+    _import(env, tmp_path, feed, "--batch-size", "500")
+    skus, meta = _outcome(env)
+    assert skus == sorted(["1", "2", "4", *(f"F{n}" for n in range(1, 1201))])
+    assert meta["status"] == "completed" and meta["total_lines"] == 1204 and meta["last_parsed_line"] == 1204
+    _assert_errors(meta, {3: "unclosed quote"})
