@@ -94,14 +94,31 @@ def _line_not_utf8(text: str) -> str | None:
     return None if found is None else f"not UTF-8 at byte {found[0]} of the line ({found[1]})"
 
 
+def columns(path: str, kind: str) -> list[str] | None:
+    """A CSV's or a spreadsheet's column names, from its header (None: JSON, whose objects name their own)."""
+    if kind == "json":
+        return None
+    try:
+        if kind == "csv":
+            with _text(path) as handle:
+                return _csv_header(path, iter(handle))
+        return next((list(row) for _, row in read_rows(path, kind) if not isinstance(row, BadRow)), None)
+    except OSError as exc:
+        raise SourceFileError(f"{path}: cannot read it as {kind}: {exc}") from exc
+
+
+def _csv_header(path: str, lines: Iterator[str]) -> list[str]:
+    first = next(lines, "")
+    if problem := _line_not_utf8(first):
+        raise SourceFileError(f"{path}: the header line is {problem}; save the file as UTF-8")
+    return next(csv.reader([first]), [])
+
+
 def _csv(path: str) -> Iterator[Row]:
     csv.field_size_limit(max(csv.field_size_limit(), FIELD_CHARS))
     with _text(path) as handle:
         lines = iter(handle)
-        first = next(lines, "")
-        if problem := _line_not_utf8(first):
-            raise SourceFileError(f"{path}: the header line is {problem}; save the file as UTF-8")
-        header = next(csv.reader([first]), [])
+        header = _csv_header(path, lines)
         for line, record in enumerate(_records(lines, len(header)), start=1):
             if isinstance(record, str):
                 yield line, BadRow(line, record)

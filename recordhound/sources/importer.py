@@ -33,11 +33,12 @@ from recordhound.text import now_iso
 from recordhound.items import RawRelease, Release
 from recordhound.normalize import normalize_release
 from recordhound.review import gate
-from recordhound.sources.files import BadRow, count_rows, file_kind, read_rows
+from recordhound.sources.files import BadRow, SourceFileError, columns, count_rows, file_kind, read_rows
 from recordhound.sources.profile import MANY_FIELDS, Profile
 
 logger = logging.getLogger(__name__)
 ERRORS_KEPT = 100
+REQUIRED = ("external_id", "title")  # fields without which a row is rejected
 T = TypeVar("T")
 
 
@@ -69,6 +70,7 @@ class FileImport:
         source_id = ensure_source(self.engine, self.profile.name, self.profile.kind, self.path)
         with self.engine.connect() as conn:
             meta: dict[str, Any] = conn.execute(select(Source.meta).where(Source.id == source_id)).scalar_one() or {}
+        self._check_columns()
         total = count_rows(self.path, self.kind)
         stat = os.stat(self.path)
         identity = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}  # the file the line numbers are of
@@ -88,6 +90,18 @@ class FileImport:
         if first > 1:
             logger.info("Resuming %s at line %d of %d", self.path, first, total)
         return source_id, first, total
+
+    def _check_columns(self) -> None:
+        """A CSV or spreadsheet whose header lacks a column the profile reads as the row's id or title would
+        reject every row: one error before anything is read (a file separated by ``;``, another export)."""
+        found = columns(self.path, self.kind)
+        wanted = [self.profile.fields[name].selectors[0].query for name in REQUIRED if name in self.profile.fields]
+        missing = [column for column in wanted if found is not None and column not in found]
+        if found and missing:
+            hint = "; is it separated by ';'?" if len(found) == 1 and ";" in found[0] else ""
+            raise SourceFileError(f"{self.path}: the header has no column {', '.join(map(repr, missing))} (profile "
+                                  f"{self.profile.name!r} reads each row's id and title from {', '.join(wanted)}); "
+                                  f"its columns: {', '.join(found)[:200]}{hint}")
 
     def run(self, source_id: int, first: int, total: int) -> ImportResult:
         started = last_log = time.monotonic()

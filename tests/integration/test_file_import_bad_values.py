@@ -64,3 +64,17 @@ def test_a_re_import_killed_after_its_first_batch_counts_the_file_once(env: Revi
     skus, meta = _outcome(env)
     assert skus == sorted(CSV_STORED) and meta["status"] == "completed"
     assert meta["counts"]["stored"] == len(CSV_STORED), meta["counts"]
+
+
+def test_a_csv_without_the_profile_s_id_and_title_columns_is_one_line_before_any_row(
+        env: ReviewEnv, tmp_path: Path) -> None:
+    """Separated by ``;``: one column, ``sku;title;artists;price``. Before, every row was rejected one by one,
+    exit 0."""
+    feed = tmp_path / "catalog.csv"
+    feed.write_bytes(CSV.replace(b",", b";"))
+    said = _import(env, tmp_path, feed, code=2)
+    errors = [line for line in said.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "the header has no column 'sku', 'title'" in errors[0], said[-3000:]
+    assert "is it separated by ';'?" in errors[0] and "Traceback" not in said, said[-3000:]
+    skus, _ = _outcome(env)
+    assert skus == []

@@ -42,7 +42,7 @@ def env(database_url: str, tmp_path: Path) -> Iterator[ReviewEnv]:
         yield opened
 
 
-def _import(env: ReviewEnv, tmp_path: Path, feed: Path, *args: str, failpoints: str = "") -> str:
+def _import(env: ReviewEnv, tmp_path: Path, feed: Path, *args: str, failpoints: str = "", code: int = 0) -> str:
     profile = tmp_path / "feed.yaml"
     profile.write_text(yaml.safe_dump({"name": "feed", "kind": "csv", "fields": {
         "external_id": "sku", "title": "title", "artists": "artists", "price": "price"},
@@ -54,7 +54,7 @@ def _import(env: ReviewEnv, tmp_path: Path, feed: Path, *args: str, failpoints: 
     process_env = {**os.environ, "DATABASE_URL": env.database_url, "SCRAPY_SETTINGS_MODULE": "recordhound.settings",
                    "RECORDHOUND_FAILPOINTS": failpoints}
     done = subprocess.run(command, cwd=tmp_path, env=process_env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == (-signal.SIGKILL if failpoints else 0), done.stderr[-3000:]
+    assert done.returncode == (-signal.SIGKILL if failpoints else code), done.stderr[-3000:]
     return done.stderr
 
 
