@@ -94,9 +94,12 @@ def _check(spec: RuleSpec) -> None:
 
 
 def usable_url(url: str) -> bool:
+    """One notification URL Apprise can use (several in one, "url1, url2", would share one dedupe key's
+    header with the last of them only, and one failing would repeat the alert to the others)."""
     import apprise
 
-    return bool(apprise.Apprise().add(url))
+    servers = apprise.Apprise()
+    return bool(servers.add(url)) and len(servers) == 1
 
 
 def _source_id(conn: Any, name: str | None) -> int | None:

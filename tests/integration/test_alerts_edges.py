@@ -96,9 +96,11 @@ def test_bad_input_to_alerts_add_is_one_line_and_stores_nothing(engine: Engine, 
         ("--kind", "price-below", "--price", "10", "--currency", "EURO"): "not a currency code",
         ("--kind", "back-in-stock", "--release", "99999999999999999999"): "is not an id",
         ("--kind", "back-in-stock", "--offer", "-3"): "is not an id",
+        ("--kind", "back-in-stock", "--notify", "json://127.0.0.1:9/a, json://127.0.0.1:9/b"): "not a notification URL",
     }
     for args, said in cases.items():
-        done = subprocess.run([sys.executable, "-m", "recordhound", "alerts", "add", *args, *hook], cwd=tmp_path,
+        given = args if "--notify" in args else (*args, *hook)
+        done = subprocess.run([sys.executable, "-m", "recordhound", "alerts", "add", *given], cwd=tmp_path,
                               env={**os.environ, "DATABASE_URL": database_url}, capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr[-3000:])
