@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
-from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy import Connection, Engine, and_, func, or_, select, update
 
 from recordhound.alerts.config import AlertsConfig
 from recordhound.db.models import AlertDelivery, AlertRule
@@ -60,6 +60,8 @@ def deliver(engine: Engine, config: AlertsConfig, sender: Sender = send) -> Deli
     """Send every alert that is due; wait for retries due within ``config.wait_seconds``."""
     done = Delivered()
     deadline = time.monotonic() + config.wait_seconds
+    with engine.begin() as conn:
+        end_removed(conn, config.claim_seconds)
     while True:
         for delivery_id in _due(engine, config):
             _attempt(engine, config, delivery_id, sender, done)
@@ -79,10 +81,25 @@ def _due(engine: Engine, config: AlertsConfig) -> list[int]:
         ), AlertRule.removed_at.is_(None)).order_by(AlertDelivery.id)).scalars())
 
 
+def end_removed(conn: Connection, claim_seconds: float | None, rule_id: int | None = None) -> None:
+    """The alerts of removed rules (of ``rule_id``, else all) that wait to be sent end ``failed``, "rule
+    removed", as do those whose sender died (``sending`` past ``claim_seconds``; None: those are left): nothing
+    claims them again (a database from before removal ended them; a rule removed while one of its alerts was
+    being sent, which failed)."""
+    removed = select(AlertRule.id).where(AlertRule.removed_at.is_not(None))
+    waiting = AlertDelivery.status == "pending"
+    if claim_seconds is not None:
+        stale = datetime.now(UTC) - timedelta(seconds=claim_seconds)
+        waiting = or_(waiting, and_(AlertDelivery.status == "sending", AlertDelivery.next_attempt_at <= stale))
+    conn.execute(update(AlertDelivery).where(
+        AlertDelivery.rule_id.in_(removed.where(AlertRule.id == rule_id) if rule_id is not None else removed), waiting,
+    ).values(status="failed", last_error="rule removed"))
+
+
 def _next_wait(engine: Engine) -> float | None:
     with engine.connect() as conn:
-        soonest = conn.execute(select(func.min(AlertDelivery.next_attempt_at))
-                               .where(AlertDelivery.status == "pending")).scalar()
+        soonest = conn.execute(select(func.min(AlertDelivery.next_attempt_at)).join(AlertRule)
+                               .where(AlertDelivery.status == "pending", AlertRule.removed_at.is_(None))).scalar()
     if soonest is None:
         return None
     soonest = soonest if soonest.tzinfo else soonest.replace(tzinfo=UTC)
@@ -112,6 +129,7 @@ def _attempt(engine: Engine, config: AlertsConfig, delivery_id: int, sender: Sen
         recorded = conn.execute(update(AlertDelivery).where(
             AlertDelivery.id == delivery_id, AlertDelivery.status == "sending", AlertDelivery.attempts == attempts,
         ).values(**values))
+        end_removed(conn, config.claim_seconds)  # (its rule removed while it was sent: not tried again)
     if not recorded.rowcount:  # this attempt outlasted RECORDHOUND_ALERTS_CLAIM_SECONDS: another sender took
         logger.warning("Alert %s: attempt %d took longer than RECORDHOUND_ALERTS_CLAIM_SECONDS and another sender "
                        "took it over; that sender's outcome stands (this one's: %s)", key, attempts, error or "sent")

@@ -19,10 +19,10 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select, update
 
+from recordhound.alerts.deliver import end_removed
 from recordhound.db.engine import lock_for_writing
 from recordhound.db.ids import insert_with_ids
-from recordhound.db.models import (AlertDelivery, AlertRule, CrawlSample, Offer, OfferHistory, Release, Source,
-                                   StockChange)
+from recordhound.db.models import AlertRule, CrawlSample, Offer, OfferHistory, Release, Source, StockChange
 from recordhound.exceptions import AlertError
 
 EVENTS: dict[str, Any] = {"price_below": OfferHistory, "price_drop": OfferHistory,
@@ -139,8 +139,7 @@ def remove_rule(engine: Engine, rule_id: int) -> None:
                             .values(removed_at=datetime.now(UTC)))
         if not done.rowcount:
             raise AlertError(f"no active alert rule #{rule_id}: see `recordhound alerts list`")
-        conn.execute(update(AlertDelivery).where(AlertDelivery.rule_id == rule_id, AlertDelivery.status == "pending")
-                     .values(status="failed", last_error="rule removed"))
+        end_removed(conn, None, rule_id)  # (one whose sender died: by the next ``alerts send``)
 
 
 def _private(url: str) -> str:

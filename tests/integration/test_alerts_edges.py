@@ -15,18 +15,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, insert, select, update
 
 from recordhound.alerts.deliver import deliver
 from recordhound.alerts.planner import plan
 from recordhound.alerts.rules import RuleSpec, add_rule, list_rules, remove_rule
 from recordhound.alerts.service import run_alerts
-from recordhound.db.models import AlertDelivery, Offer, OfferHistory
+from recordhound.db.models import AlertDelivery, AlertRule, Offer, OfferHistory
 from recordhound.db.sources import ensure_source
 from tests.integration.test_alerts import FAST, Receiver, _deliveries, _offer, engine
 
@@ -63,6 +64,44 @@ def test_a_removed_rule_sends_nothing_more(engine: Engine) -> None:
         remove_rule(engine, rule)
         outcome = run_alerts(engine, FAST)
     assert (outcome.sent, receiver.accepted, receiver.refused) == (0, [], 1)
+    assert [(d.status, d.last_error) for d in _deliveries(engine)] == [("failed", "rule removed")]
+
+
+def test_a_rule_removed_while_its_alert_is_sent_ends_it_and_sending_returns(engine: Engine) -> None:
+    """The send fails after the rule was removed: the alert ends ``failed`` ("rule removed"), and ``deliver``
+    returns at once (before: it stayed ``pending`` for good, and ``alerts send`` spun on it until its wait ran
+    out, 200,000 statements in 45 s)."""
+    source = ensure_source(engine, "demo", "html", "http://127.0.0.1/")
+    _offer(engine, source, "20.00")
+    rule = add_rule(engine, RuleSpec(kind="price_drop", notify="json://127.0.0.1:9/hook", percent=Decimal(10)))
+    _offer(engine, source, "10.00")
+    plan(engine, datetime.now(UTC))
+
+    def removed_meanwhile(url: str, title: str, body: str, key: str, timeout: float) -> str | None:
+        remove_rule(engine, rule)
+        return "HTTP 500"
+
+    sending = threading.Thread(target=deliver, args=(engine, replace(FAST, wait_seconds=60), removed_meanwhile))
+    sending.start()
+    sending.join(30)
+    assert not sending.is_alive(), "deliver did not return"
+    assert [(d.status, d.last_error) for d in _deliveries(engine)] == [("failed", "rule removed")]
+
+
+def test_alerts_of_a_rule_removed_before_this_version_end_at_the_next_send(engine: Engine, database_url: str,
+                                                                         tmp_path: Path) -> None:
+    """A database whose removed rule still has a pending alert (removal left them so before): the real
+    ``alerts send`` ends it and exits 0 (before: it spun until its 60 s wait ran out)."""
+    source = ensure_source(engine, "demo", "html", "http://127.0.0.1/")
+    _offer(engine, source, "20.00")
+    rule = add_rule(engine, RuleSpec(kind="price_drop", notify="json://127.0.0.1:9/hook", percent=Decimal(10)))
+    _offer(engine, source, "10.00")
+    plan(engine, datetime.now(UTC))
+    with engine.begin() as conn:  # removed as the version before did it: the rule only
+        conn.execute(update(AlertRule).where(AlertRule.id == rule).values(removed_at=datetime.now(UTC)))
+    done = subprocess.run([sys.executable, "-m", "recordhound", "alerts", "send"], cwd=tmp_path, timeout=50,
+                          env={**os.environ, "DATABASE_URL": database_url}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert [(d.status, d.last_error) for d in _deliveries(engine)] == [("failed", "rule removed")]
 
 
