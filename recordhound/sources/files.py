@@ -46,9 +46,11 @@ Row = tuple[int, dict[str, Any] | BadRow]
 UNCLOSED = ("unclosed quote: the quoted field that opens on this line does not close on it; "
             "the lines after it are read as rows of their own")
 _START, _FIELD, _QUOTED, _CLOSING = range(4)  # where the CSV parser is: see _scan
+UNREADABLE = (OSError, UnicodeDecodeError, csv.Error, ValueError, KeyError, zipfile.BadZipFile)  # a file's errors
 FIELD_CHARS = 16 * 2**20  # the longest CSV field read (the csv module's default: 131,072 characters)
-RECORD_LINES = 1_000  # a quoted field open for more lines than this is a quote never closed (memory stays
-RECORD_CHARS = 4 * 2**20  # bounded, and the lines are read again as rows), as is one of more characters
+# A quoted field open for more lines or characters than these is a quote never closed: memory stays bounded,
+# and its lines are read again as rows (a real field that long is read wrong; a stray quote is the likelier).
+RECORD_LINES, RECORD_CHARS = 10_000, FIELD_CHARS
 
 
 def file_kind(path: str, declared: str) -> str:
@@ -64,7 +66,7 @@ def read_rows(path: str, kind: str) -> Iterator[Row]:
         raise SourceFileError(f"{path}: no such file")
     try:
         yield from {"csv": _csv, "xlsx": _xlsx, "json": _json}[kind](path)
-    except (OSError, UnicodeDecodeError, csv.Error, ValueError, KeyError, zipfile.BadZipFile) as exc:
+    except UNREADABLE as exc:
         raise SourceFileError(f"{path}: cannot read it as {kind}: {exc}") from exc
 
 
@@ -102,8 +104,14 @@ def columns(path: str, kind: str) -> list[str] | None:
         if kind == "csv":
             with _text(path) as handle:
                 return _csv_header(path, iter(handle))
-        return next((list(row) for _, row in read_rows(path, kind) if not isinstance(row, BadRow)), None)
-    except OSError as exc:
+        from openpyxl import load_workbook
+
+        book = load_workbook(path, read_only=True, data_only=True)
+        try:
+            return _xlsx_header(book.worksheets[0].iter_rows(values_only=True))
+        finally:
+            book.close()
+    except UNREADABLE as exc:
         raise SourceFileError(f"{path}: cannot read it as {kind}: {exc}") from exc
 
 
@@ -210,7 +218,7 @@ def _xlsx(path: str) -> Iterator[Row]:
     book = load_workbook(path, read_only=True, data_only=True)
     try:
         rows = book.worksheets[0].iter_rows(values_only=True)
-        header = [str(h) if h is not None else "" for h in next(rows, ())]
+        header = _xlsx_header(rows)
         for line, values in enumerate(rows, start=1):
             if all(v is None for v in values):
                 yield line, BadRow(line, "empty row")
@@ -218,6 +226,10 @@ def _xlsx(path: str) -> Iterator[Row]:
             yield line, {h: ("" if v is None else str(v)) for h, v in zip(header, values)}
     finally:
         book.close()
+
+
+def _xlsx_header(rows: Iterator[tuple[Any, ...]]) -> list[str]:
+    return [str(h) if h is not None else "" for h in next(rows, ())]
 
 
 def _json(path: str) -> Iterator[Row]:

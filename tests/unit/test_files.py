@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,24 @@ def test_csv_row_numbers_of_a_valid_file_are_the_csv_modules(tmp_path: Path) -> 
     next(reader)
     assert [(line, row["sku"]) for line, row in rows] == [  # type: ignore[index]
         (line, values[0]) for line, values in enumerate(reader, start=1)]
+
+
+def test_csv_a_quote_never_closed_holds_at_most_record_lines_of_the_file() -> None:
+    """A stray quote in a file of 50,000 lines: the reader gives its line up as a bad row after taking at most
+    ``RECORD_LINES`` more (before: the rest of the file, held in memory, twice with the count), and the lines
+    taken are read again as rows."""
+    from recordhound.sources.files import RECORD_LINES, UNCLOSED, _records
+
+    taken = 0
+
+    def lines() -> Iterator[str]:
+        nonlocal taken
+        yield '1,"Heroes,Bowie\n'
+        for n in range(2, 50_001):
+            taken += 1
+            yield f"{n},Low,Bowie\n"
+
+    records = _records(lines(), 3)
+    assert next(records) == UNCLOSED
+    assert taken <= RECORD_LINES
+    assert next(records) == ["2", "Low", "Bowie"] and sum(1 for _ in records) == 49_998
