@@ -64,6 +64,7 @@ class FileImport:
         self.retry_max_seconds = retry_max_seconds  # the longest wait between two tries while a store is away
         self.counts: Counter[str] = Counter()
         self.errors: list[dict[str, Any]] = []
+        self.recorded = 0  # the last line whose batch is recorded (``run``)
 
     def prepare(self, restart: bool = False) -> tuple[int, int, int]:
         """(source id, first line to read, total lines); resumes an unfinished import of this file."""
@@ -107,7 +108,7 @@ class FileImport:
         started = last_log = time.monotonic()
         batch: list[Release] = []
         bad: list[tuple[int, str]] = []
-        line = first - 1
+        line = self.recorded = first - 1  # the last line whose batch is recorded
         at = f"line {first}"  # where an error that ends the import met it
         try:
             for line, row in read_rows(self.path, self.kind):
@@ -122,8 +123,7 @@ class FileImport:
                     self._flush(source_id, batch, bad, line)
                     batch, bad = [], []
                     if self.should_stop():
-                        update_source_meta(self.engine, source_id, {"status": "stopped", "parsed_at": now_iso()})
-                        return ImportResult(source_id, first, line, total, self.counts, stopped=True)
+                        return self._stopped(source_id, first, total)
                     if time.monotonic() - last_log >= 10:
                         last_log = time.monotonic()
                         logger.info("Line %d of %d (%.0f lines/s): %s", line, total,
@@ -131,6 +131,8 @@ class FileImport:
                 at = f"line {line + 1}"
             at = f"the batch of rows up to line {line}"
             self._flush(source_id, batch, bad, line)
+        except _StoppedWaiting:
+            return self._stopped(source_id, first, total)
         except Exception as exc:
             update_source_meta(self.engine, source_id, {
                 "status": "failed", "error_message": f"{at}: {type(exc).__name__}: {exc}",
@@ -140,6 +142,18 @@ class FileImport:
             "status": "completed", "parsed_at": now_iso(), "counts": dict(self.counts),
             "error_message": None if not self.errors else f"{len(self.errors)} lines could not be used"})
         return ImportResult(source_id, first, line, total, self.counts)
+
+    def _stopped(self, source_id: int, first: int, total: int) -> ImportResult:
+        """Asked to stop: after a batch, or while a store is away (then its status may not be written: the
+        next run resumes after the last batch recorded all the same)."""
+        try:
+            update_source_meta(self.engine, source_id, {"status": "stopped", "parsed_at": now_iso()})
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            logger.warning("%s: stopped at line %d; the product database does not answer (%s): its status is "
+                           "left as it was", self.path, self.recorded, reason(exc))
+        return ImportResult(source_id, first, self.recorded, total, self.counts, stopped=True)
 
     def _item(self, line: int, row: dict[str, Any] | BadRow, bad: list[tuple[int, str]]) -> Release | None:
         if isinstance(row, BadRow):
@@ -194,6 +208,7 @@ class FileImport:
         progress = {"last_parsed_line": line, "parsed_at": now_iso(), "counts": dict(self.counts),
                     "line_errors": self.errors}
         self._through_outages(lambda: update_source_meta(self.engine, source_id, progress), f"progress at line {line}")
+        self.recorded = line
         self.progress(line)
 
     def _through_outages(self, call: Callable[[], T], what: str) -> T:
@@ -206,14 +221,27 @@ class FileImport:
             try:
                 return call()
             except Exception as exc:
-                if not is_transient(exc) or refusal(exc) is not None or self.should_stop():
+                if not is_transient(exc) or refusal(exc) is not None:
                     raise
                 attempt += 1
                 delay = backoff_seconds(attempt, self.retry_max_seconds)
                 logger.warning("%s: the product database or the review queue is unreachable (%s): writing the %s "
                                "again in %.1f s (try %d)", self.path, reason(exc), what, delay, attempt)
-                time.sleep(delay)
+                self._wait(delay)
 
+    def _wait(self, seconds: float) -> None:
+        """A second at a time: ``progress`` told each (an import job's heartbeat, which reads its stop), and a
+        stop asked ends the wait (``_StoppedWaiting``)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self.progress(self.recorded)
+            if self.should_stop():
+                raise _StoppedWaiting
+            time.sleep(min(1.0, left))
+
+
+class _StoppedWaiting(Exception):
+    """A stop asked while a store was away: the import ends ``stopped`` after its last batch recorded."""
 
 
 class BadValue(ValueError):
