@@ -142,8 +142,10 @@ def test_a_writer_that_dies_starting_never_rejects_the_batch_s_items(tmp_path: P
                                                                       caplog: pytest.LogCaptureFixture) -> None:
     settings = _settings(tmp_path)
     writer, source_id = _writer(settings)
-    starts_badly = _settings(tmp_path)  # its engine cannot be made: a driver that is not installed
-    starts_badly.set("RECORDHOUND_DATABASE_URL", "postgresql+nosuchdriver://127.0.0.1/catalog")
+    # its engine cannot be made: a port that is no number (a driver that is not installed is refused before
+    # that, by the settings' check)
+    starts_badly = _settings(tmp_path)
+    starts_badly.set("RECORDHOUND_DATABASE_URL", "postgresql+psycopg://127.0.0.1:notaport/catalog")
     writer = WriterProcess(StoreConfig.from_settings(starts_badly), ReviewConfig.from_settings(settings), trusted=True)
     with caplog.at_level(logging.ERROR, logger=LOGGER):
         assert _tries(writer, source_id, [_release("a1", "A1")]) == ["waits"] * 4
