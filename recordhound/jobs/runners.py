@@ -66,9 +66,13 @@ def run_import(job: Job, settings: BaseSettings, config: WorkerConfig, beat: Bea
     run = FileImport(profile, job.doc.get("file") or profile.location, engine, writer, config.import_batch,
                      progress=progress, should_stop=lambda: status["now"] == states.STOPPING,
                      retry_max_seconds=store.retry_max_seconds)
-    source_id, first["line"], total["lines"] = run.prepare(restart=bool(job.doc.get("restart")))
-    beat({"progress": {"done": first["line"] - 1, "total": total["lines"], "unit": "lines"}, "restart": False})
-    result = run.run(source_id, first["line"], total["lines"])
+    try:
+        source_id, first["line"], total["lines"] = run.prepare(restart=bool(job.doc.get("restart")))
+        beat({"progress": {"done": first["line"] - 1, "total": total["lines"], "unit": "lines"}, "restart": False})
+        result = run.run(source_id, first["line"], total["lines"])
+    finally:  # (a worker runs job after job: each run's connections closed, not left to the garbage collector)
+        writer.queue.close()
+        engine.dispose()
     return states.STOPPED if result.stopped else states.DONE
 
 
