@@ -96,6 +96,14 @@ def end_removed(conn: Connection, claim_seconds: float | None, rule_id: int | No
     ).values(status="failed", last_error="rule removed"))
 
 
+def _ended_if_removed(conn: Connection, delivery_id: int) -> bool:
+    """This pending delivery ``failed``, "rule removed", if its rule was removed (while it was being sent)."""
+    removed = select(AlertRule.id).where(AlertRule.removed_at.is_not(None))
+    return bool(conn.execute(update(AlertDelivery).where(
+        AlertDelivery.id == delivery_id, AlertDelivery.status == "pending", AlertDelivery.rule_id.in_(removed),
+    ).values(status="failed", last_error="rule removed")).rowcount)
+
+
 def _next_wait(engine: Engine) -> float | None:
     with engine.connect() as conn:
         soonest = conn.execute(select(func.min(AlertDelivery.next_attempt_at)).join(AlertRule)
@@ -129,7 +137,8 @@ def _attempt(engine: Engine, config: AlertsConfig, delivery_id: int, sender: Sen
         recorded = conn.execute(update(AlertDelivery).where(
             AlertDelivery.id == delivery_id, AlertDelivery.status == "sending", AlertDelivery.attempts == attempts,
         ).values(**values))
-        end_removed(conn, config.claim_seconds)  # (its rule removed while it was sent: not tried again)
+        if values["status"] == "pending" and _ended_if_removed(conn, delivery_id):  # removed while it was sent
+            done.retrying, done.failed = done.retrying - 1, done.failed + 1
     if not recorded.rowcount:  # this attempt outlasted RECORDHOUND_ALERTS_CLAIM_SECONDS: another sender took
         logger.warning("Alert %s: attempt %d took longer than RECORDHOUND_ALERTS_CLAIM_SECONDS and another sender "
                        "took it over; that sender's outcome stands (this one's: %s)", key, attempts, error or "sent")

@@ -24,6 +24,7 @@ import json
 import zipfile
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -104,13 +105,8 @@ def columns(path: str, kind: str) -> list[str] | None:
         if kind == "csv":
             with _text(path) as handle:
                 return _csv_header(path, iter(handle))
-        from openpyxl import load_workbook
-
-        book = load_workbook(path, read_only=True, data_only=True)
-        try:
+        with _workbook(path) as book:
             return _xlsx_header(book.worksheets[0].iter_rows(values_only=True))
-        finally:
-            book.close()
     except UNREADABLE as exc:
         raise SourceFileError(f"{path}: cannot read it as {kind}: {exc}") from exc
 
@@ -213,10 +209,7 @@ def _scan(text: str) -> tuple[int, bool]:
 
 
 def _xlsx(path: str) -> Iterator[Row]:
-    from openpyxl import load_workbook
-
-    book = load_workbook(path, read_only=True, data_only=True)
-    try:
+    with _workbook(path) as book:
         rows = book.worksheets[0].iter_rows(values_only=True)
         header = _xlsx_header(rows)
         for line, values in enumerate(rows, start=1):
@@ -224,8 +217,20 @@ def _xlsx(path: str) -> Iterator[Row]:
                 yield line, BadRow(line, "empty row")
                 continue
             yield line, {h: ("" if v is None else str(v)) for h, v in zip(header, values)}
-    finally:
-        book.close()
+
+
+@contextmanager
+def _workbook(path: str) -> Iterator[Any]:
+    """The workbook read by its content, whatever the file's name (openpyxl refuses a path that does not end in
+    .xlsx: a profile's ``feed`` file of kind xlsx)."""
+    from openpyxl import load_workbook
+
+    with open(path, "rb") as handle:
+        book = load_workbook(handle, read_only=True, data_only=True)
+        try:
+            yield book
+        finally:
+            book.close()
 
 
 def _xlsx_header(rows: Iterator[tuple[Any, ...]]) -> list[str]:

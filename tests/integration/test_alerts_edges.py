@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, func, insert, select, update
 
-from recordhound.alerts.deliver import deliver
+from recordhound.alerts.deliver import Delivered, deliver
 from recordhound.alerts.planner import plan
 from recordhound.alerts.rules import RuleSpec, add_rule, list_rules, remove_rule
 from recordhound.alerts.service import run_alerts
@@ -81,11 +81,14 @@ def test_a_rule_removed_while_its_alert_is_sent_ends_it_and_sending_returns(engi
         remove_rule(engine, rule)
         return "HTTP 500"
 
-    sending = threading.Thread(target=deliver, args=(engine, replace(FAST, wait_seconds=60), removed_meanwhile))
+    outcome: list[Delivered] = []
+    sending = threading.Thread(target=lambda: outcome.append(
+        deliver(engine, replace(FAST, wait_seconds=60), removed_meanwhile)))
     sending.start()
     sending.join(30)
     assert not sending.is_alive(), "deliver did not return"
     assert [(d.status, d.last_error) for d in _deliveries(engine)] == [("failed", "rule removed")]
+    assert outcome == [Delivered(sent=0, retrying=0, failed=1)]  # (as recorded: not "1 to retry")
 
 
 def test_alerts_of_a_rule_removed_before_this_version_end_at_the_next_send(engine: Engine, database_url: str,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recordhound.sources.files import BadRow, SourceFileError, count_rows, file_kind, read_rows
+from recordhound.sources.files import BadRow, SourceFileError, columns, count_rows, file_kind, read_rows
 
 ROWS = [{"sku": "A", "title": "One"}, {"sku": "B", "title": "Two"}, {"sku": "C", "title": "Three"}]
 
@@ -47,6 +47,10 @@ def test_xlsx_rows_and_counts(tmp_path: Path) -> None:
     book.save(path)
     assert [row for _, row in read_rows(str(path), "xlsx")] == ROWS
     assert count_rows(str(path), "xlsx") == 3
+    unnamed = tmp_path / "feed"  # a profile of kind xlsx reads its file whatever its name (review 4: openpyxl
+    unnamed.write_bytes(path.read_bytes())  # refused a path without .xlsx, a traceback)
+    assert [row for _, row in read_rows(str(unnamed), "xlsx")] == ROWS
+    assert columns(str(unnamed), "xlsx") == ["sku", "title"]
 
 
 def test_unreadable_files_say_what_and_where(tmp_path: Path) -> None:
