@@ -24,7 +24,7 @@ from sqlalchemy import Engine, select
 
 from recordhound.db.models import Source
 from recordhound import failpoints
-from recordhound.backoff import backoff_seconds
+from recordhound.backoff import retried
 from recordhound.catalog.errors import is_transient, refusal
 from recordhound.exceptions import reason
 from recordhound.catalog.writer import CatalogWriter
@@ -84,9 +84,10 @@ class FileImport:
         first = int(meta.get("last_parsed_line") or 0) + 1 if resume else 1
         self.errors = list(meta.get("line_errors") or []) if resume else []
         self.counts = Counter(meta.get("counts") or {}) if resume else Counter()
-        update_source_meta(self.engine, source_id, {  # (the counts too: a run killed before its first progress
-            "status": "in_progress", "file": self.path, "total_lines": total, "error_message": None,  # resumes
-            "last_parsed_line": first - 1, "started_at": now_iso(), "line_errors": self.errors,  # with these)
+        # (the counts too: a run killed before its first progress resumes with these, not the last run's)
+        update_source_meta(self.engine, source_id, {
+            "status": "in_progress", "file": self.path, "total_lines": total, "error_message": None,
+            "last_parsed_line": first - 1, "started_at": now_iso(), "line_errors": self.errors,
             "counts": dict(self.counts), "file_identity": identity})
         if first > 1:
             logger.info("Resuming %s at line %d of %d", self.path, first, total)
@@ -213,21 +214,15 @@ class FileImport:
 
     def _through_outages(self, call: Callable[[], T], what: str) -> T:
         """``call()``, again while the product database or the review queue does not answer (each step of a
-        batch is idempotent: a row written again is found), waiting 0.5 s doubling to ``retry_max_seconds``,
-        one warning per try, as a crawl's store waits; a refusal (a role without rights...) is raised, as is the
-        error of a wait a stop ends (``should_stop``: the import resumes at the last batch recorded)."""
-        attempt = 0
-        while True:
-            try:
-                return call()
-            except Exception as exc:
-                if not is_transient(exc) or refusal(exc) is not None:
-                    raise
-                attempt += 1
-                delay = backoff_seconds(attempt, self.retry_max_seconds)
-                logger.warning("%s: the product database or the review queue is unreachable (%s): writing the %s "
-                               "again in %.1f s (try %d)", self.path, reason(exc), what, delay, attempt)
-                self._wait(delay)
+        batch is idempotent: a row written again is found), backing off to ``retry_max_seconds``, one warning
+        per try, as a crawl's store waits; a refusal (a role without rights...) is raised, and a stop asked
+        while it waits ends the import (``_wait``: it resumes at the last batch recorded)."""
+        def retry(exc: Exception, attempt: int, delay: float) -> None:
+            logger.warning("%s: the product database or the review queue is unreachable (%s): writing the %s "
+                           "again in %.1f s (try %d)", self.path, reason(exc), what, delay, attempt)
+
+        return retried(call, lambda exc: is_transient(exc) and refusal(exc) is None, self.retry_max_seconds, retry,
+                       self._wait)
 
     def _wait(self, seconds: float) -> None:
         """A second at a time: ``progress`` told each (an import job's heartbeat, which reads its stop), and a
