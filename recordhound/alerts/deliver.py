@@ -81,26 +81,21 @@ def _due(engine: Engine, config: AlertsConfig) -> list[int]:
         ), AlertRule.removed_at.is_(None)).order_by(AlertDelivery.id)).scalars())
 
 
-def end_removed(conn: Connection, claim_seconds: float | None, rule_id: int | None = None) -> None:
-    """The alerts of removed rules (of ``rule_id``, else all) that wait to be sent end ``failed``, "rule
-    removed", as do those whose sender died (``sending`` past ``claim_seconds``; None: those are left): nothing
-    claims them again (a database from before removal ended them; a rule removed while one of its alerts was
-    being sent, which failed)."""
+def end_removed(conn: Connection, claim_seconds: float | None, rule_id: int | None = None,
+                delivery_id: int | None = None) -> int:
+    """The alerts of removed rules (of ``rule_id``, or the one ``delivery_id``, else all) that wait to be sent end
+    ``failed``, "rule removed", as do those whose sender died (``sending`` past ``claim_seconds``; None: those
+    are left): nothing claims them again (a database from before removal ended them; a rule removed while one
+    of its alerts was being sent, which failed). Returns how many."""
     removed = select(AlertRule.id).where(AlertRule.removed_at.is_not(None))
     waiting = AlertDelivery.status == "pending"
     if claim_seconds is not None:
         stale = datetime.now(UTC) - timedelta(seconds=claim_seconds)
         waiting = or_(waiting, and_(AlertDelivery.status == "sending", AlertDelivery.next_attempt_at <= stale))
-    conn.execute(update(AlertDelivery).where(
-        AlertDelivery.rule_id.in_(removed.where(AlertRule.id == rule_id) if rule_id is not None else removed), waiting,
-    ).values(status="failed", last_error="rule removed"))
-
-
-def _ended_if_removed(conn: Connection, delivery_id: int) -> bool:
-    """This pending delivery ``failed``, "rule removed", if its rule was removed (while it was being sent)."""
-    removed = select(AlertRule.id).where(AlertRule.removed_at.is_not(None))
-    return bool(conn.execute(update(AlertDelivery).where(
-        AlertDelivery.id == delivery_id, AlertDelivery.status == "pending", AlertDelivery.rule_id.in_(removed),
+    which = [AlertDelivery.id == delivery_id] if delivery_id is not None else []
+    return int(conn.execute(update(AlertDelivery).where(
+        AlertDelivery.rule_id.in_(removed.where(AlertRule.id == rule_id) if rule_id is not None else removed),
+        waiting, *which,
     ).values(status="failed", last_error="rule removed")).rowcount)
 
 
@@ -137,7 +132,7 @@ def _attempt(engine: Engine, config: AlertsConfig, delivery_id: int, sender: Sen
         recorded = conn.execute(update(AlertDelivery).where(
             AlertDelivery.id == delivery_id, AlertDelivery.status == "sending", AlertDelivery.attempts == attempts,
         ).values(**values))
-        if values["status"] == "pending" and _ended_if_removed(conn, delivery_id):  # removed while it was sent
+        if values["status"] == "pending" and end_removed(conn, None, delivery_id=delivery_id):  # removed meanwhile
             done.retrying, done.failed = done.retrying - 1, done.failed + 1
     if not recorded.rowcount:  # this attempt outlasted RECORDHOUND_ALERTS_CLAIM_SECONDS: another sender took
         logger.warning("Alert %s: attempt %d took longer than RECORDHOUND_ALERTS_CLAIM_SECONDS and another sender "
