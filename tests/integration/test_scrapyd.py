@@ -147,7 +147,11 @@ def test_scrapyd_commands_say_what_is_wrong_and_cancel_with_sigterm(deployment) 
     # a job scheduled with scrapyd's own API (no recordhound job id): `jobs` names its source from its log
     own = deploy.client()._call("POST", "schedule.json", project="recordhound", spider="catalog", source="demo",
                                 base_url=shop.url, setting=[f"RECORDHOUND_REDIS_PREFIX={prefix}",
-                                                            "RECORDHOUND_TRUST_NEW_ENTITIES=true"])
+                                                            "RECORDHOUND_TRUST_NEW_ENTITIES=true",
+                                                            # (slow enough to be running when cancelled: the
+                                                            # shop's 1,100 pages took ~4 s, and CI once saw the
+                                                            # crawl end before `jobs` and `cancel` came)
+                                                            "RECORDHOUND_POLITENESS_REQUESTS_PER_SECOND=40"])
     job = str(own["jobid"])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and shop.pages_served() < 50:
